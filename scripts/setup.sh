@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs, idempotently and without prompts, every Debian 12 package PANAMA
+# needs to build, test and run. Safe to run repeatedly; does nothing when all
+# packages are present. Run as root (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git python3 clang-format
+  # hardware: RTL simulation, co-simulation, synthesis estimates
+  verilator libsystemc-dev yosys
+  # Alveo host stack
+  libxrt-dev libxrt-utils uuid-dev
+  # host runtime and software PSwitch
+  libdpdk-dev libpcap-dev libnuma-dev iproute2
+  # libraries: CLI, configuration, formatting, tests
+  libcli11-dev nlohmann-json3-dev libfmt-dev catch2
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+    echo "setup: must run as root (missing: ${missing[*]})" >&2; exit 1
+  fi
+fi
+
+echo "setup: installing ${#missing[@]} package(s): ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
