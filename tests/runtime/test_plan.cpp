@@ -1,0 +1,105 @@
+// Job plan parsing: defaults, round trip through plan_to_json, and a clear
+// error naming the key for each kind of bad plan.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "panama/runtime/plan.hpp"
+
+using namespace panama::runtime;
+
+namespace {
+
+const char* kMinimal = R"({
+  "job_id": 7, "rank": 1, "world_size": 4,
+  "local_mac": "02:00:00:00:01:01", "local_ip": "10.0.1.2",
+  "trees": [
+    {"tree_id": 0, "child_id": 1, "dst_mac": "02:00:00:00:00:fe", "dst_ip": "10.0.0.254"},
+    {"tree_id": 3, "child_id": 5, "dst_mac": "02:00:00:00:00:fd", "dst_ip": "10.0.0.253", "initial_cwnd_cap": 4}
+  ]
+})";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_plan(text);
+  } catch (const PlanError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// kMinimal with one textual substitution.
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kMinimal;
+  const size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+TEST_CASE("plan: required keys parsed, documented defaults applied") {
+  const Plan p = parse_plan(kMinimal);
+  CHECK(p.job_id == 7);
+  CHECK(p.rank == 1);
+  CHECK(p.world_size == 4);
+  CHECK(p.udp_port == 9600);
+  CHECK(p.elems_per_packet == 256);
+  CHECK(p.local_mac == MacAddress{0x02, 0, 0, 0, 0x01, 0x01});
+  CHECK(p.local_ip == ((10u << 24) | (0u << 16) | (1u << 8) | 2u));
+  REQUIRE(p.trees.size() == 2);
+  CHECK(p.trees[0].initial_cwnd_cap == 8);
+  CHECK(p.trees[1].tree_id == 3);
+  CHECK(p.trees[1].child_id == 5);
+  CHECK(p.trees[1].initial_cwnd_cap == 4);
+  CHECK(p.trees[1].dst_mac == MacAddress{0x02, 0, 0, 0, 0, 0xfd});
+  CHECK(p.congestion.g == 1.0 / 16);
+  CHECK(p.congestion.retry_budget == 20);
+}
+
+TEST_CASE("plan: plan_to_json round-trips every field") {
+  Plan p = parse_plan(kMinimal);
+  p.device = "net_memif0";
+  p.elems_per_packet = 1024;
+  p.dscp = 10;
+  p.congestion.g = 0.25;
+  p.congestion.rto_max_us = 12345;
+  const Plan q = parse_plan(plan_to_json(p));
+  CHECK(q == p);
+}
+
+TEST_CASE("plan: bad plans give an error naming the key") {
+  CHECK_THAT(error_of("{"), Catch::Contains("not valid JSON"));
+  CHECK_THAT(error_of("[]"), Catch::Contains("JSON object"));
+  CHECK_THAT(error_of(with("\"job_id\": 7,", "")), Catch::Contains("job_id: missing"));
+  CHECK_THAT(error_of(with("\"job_id\": 7", "\"job_id\": 70000")), Catch::Contains("job_id: out of range"));
+  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": 4")), Catch::Contains("rank: must be below world_size"));
+  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": -1")), Catch::Contains("rank: out of range"));
+  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": \"1\"")), Catch::Contains("rank: expected an integer"));
+  CHECK_THAT(error_of(with("02:00:00:00:01:01", "02:00:00:00:01")), Catch::Contains("local_mac: not a MAC"));
+  CHECK_THAT(error_of(with("10.0.1.2", "10.0.1.256")), Catch::Contains("local_ip: not an IPv4"));
+  CHECK_THAT(error_of(with("10.0.1.2", "10.0.1")), Catch::Contains("local_ip: not an IPv4"));
+  CHECK_THAT(error_of(with("\"child_id\": 5", "\"child_id\": 64")), Catch::Contains("trees[1].child_id: out of range"));
+  CHECK_THAT(error_of(with("\"tree_id\": 3", "\"tree_id\": 0")), Catch::Contains("trees[1].tree_id: duplicate"));
+  CHECK_THAT(error_of(with("\"initial_cwnd_cap\": 4", "\"initial_cwnd_cap\": 0")),
+             Catch::Contains("trees[1].initial_cwnd_cap: out of range"));
+  CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"wrold\": 1,")),
+             Catch::Contains("wrold: unknown key"));
+  CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"elems_per_packet\": 2289,")),
+             Catch::Contains("elems_per_packet: out of range"));
+  CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"congestion\": {\"g\": 2},")),
+             Catch::Contains("congestion.g: out of range"));
+  CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"congestion\": {\"rto_min_us\": 9, \"rto_max_us\": 8},")),
+             Catch::Contains("congestion.rto_min_us"));
+  CHECK_THAT(error_of(R"({"job_id": 1, "rank": 0, "world_size": 1, "local_mac": "02:00:00:00:00:01",
+                             "local_ip": "10.0.0.1", "trees": []})"),
+             Catch::Contains("trees: at least one tree"));
+}
+
+TEST_CASE("plan: load_plan reports a missing file with its path") {
+  try {
+    load_plan("/nonexistent/plan.json");
+    FAIL("no error");
+  } catch (const PlanError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("/nonexistent/plan.json"));
+  }
+}
