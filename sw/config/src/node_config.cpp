@@ -1,0 +1,355 @@
+// Reading, validating and writing node configuration files
+// (docs/configuration.md). Every error names the origin, the JSON path and
+// what is wrong, because the person reading it is fixing a file by hand.
+#include "panama/node_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace panama::config {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& origin, const std::string& path, const std::string& what) {
+  throw ConfigError(fmt::format("{}: {}: {}", origin, path.empty() ? "(top level)" : path, what));
+}
+
+std::string describe(const json& j) {
+  std::string text = j.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return fmt::format("{} ({})", text, j.type_name());
+}
+
+// The keys of one JSON object, read one by one; finish() rejects the rest.
+class ObjectReader {
+ public:
+  ObjectReader(const json& obj, std::string path, const std::string& origin)
+      : obj_(obj), path_(std::move(path)), origin_(origin) {
+    if (!obj_.is_object()) fail(origin_, path_, "expected an object, got " + describe(obj_));
+  }
+
+  std::string child(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  const json* find(const std::string& key) {
+    known_.insert(key);
+    auto it = obj_.find(key);
+    return it == obj_.end() ? nullptr : &*it;
+  }
+
+  const json& require(const std::string& key) {
+    const json* j = find(key);
+    if (j == nullptr) fail(origin_, child(key), "required key is missing");
+    return *j;
+  }
+
+  uint64_t integer(const json& j, const std::string& path, uint64_t max) const {
+    if (!j.is_number_integer()) {
+      fail(origin_, path, fmt::format("expected an integer in 0..{}, got {}", max, describe(j)));
+    }
+    // Non-negative values built in code are signed integers, parsed ones unsigned.
+    const bool negative = !j.is_number_unsigned() && j.get<int64_t>() < 0;
+    if (negative || j.get<uint64_t>() > max) {
+      fail(origin_, path, fmt::format("out of range: {} is not in 0..{}", j.dump(), max));
+    }
+    return j.get<uint64_t>();
+  }
+
+  uint64_t integer(const std::string& key, uint64_t max) { return integer(require(key), child(key), max); }
+  uint64_t integer(const std::string& key, uint64_t max, uint64_t fallback) {
+    const json* j = find(key);
+    return j == nullptr ? fallback : integer(*j, child(key), max);
+  }
+
+  bool boolean(const std::string& key, bool fallback) {
+    const json* j = find(key);
+    if (j == nullptr) return fallback;
+    if (!j->is_boolean()) fail(origin_, child(key), "expected true or false, got " + describe(*j));
+    return j->get<bool>();
+  }
+
+  std::string string(const std::string& key) {
+    const json& j = require(key);
+    if (!j.is_string()) fail(origin_, child(key), "expected a string, got " + describe(j));
+    return j.get<std::string>();
+  }
+
+  MacAddress mac(const std::string& key) {
+    const std::string text = string(key);
+    MacAddress m;
+    if (!parse_mac(text, m)) {
+      fail(origin_, child(key),
+           fmt::format("bad MAC address \"{}\" (expected six hex bytes like 02:00:00:00:00:10)", text));
+    }
+    return m;
+  }
+
+  uint32_t ipv4(const std::string& key) {
+    const std::string text = string(key);
+    uint32_t a;
+    if (!parse_ipv4(text, a)) {
+      fail(origin_, child(key),
+           fmt::format("bad IPv4 address \"{}\" (expected dotted decimal like 10.0.0.1)", text));
+    }
+    return a;
+  }
+
+  void finish() const {
+    for (auto it = obj_.begin(); it != obj_.end(); ++it) {
+      if (known_.count(it.key()) != 0) continue;
+      std::string keys;
+      for (const auto& k : known_) keys += (keys.empty() ? "" : ", ") + k;
+      fail(origin_, child(it.key()), fmt::format("unknown key (known keys here: {})", keys));
+    }
+  }
+
+ private:
+  const json& obj_;
+  std::string path_;
+  const std::string& origin_;
+  std::set<std::string> known_;
+};
+
+EntryConfig parse_entry(const json& j, size_t position, uint16_t udp_port, const std::string& origin) {
+  const std::string path = fmt::format("entries[{}]", position);
+  ObjectReader r(j, path, origin);
+  EntryConfig e;
+  e.index = static_cast<uint32_t>(r.integer("index", 0xFFFFFFFFu, position));
+  e.job = static_cast<uint16_t>(r.integer("job", 0xFFFF));
+  e.tree = static_cast<uint8_t>(r.integer("tree", 0xFF));
+  e.root = r.boolean("root", false);
+
+  const json& children = r.require("children");
+  if (!children.is_array())
+    fail(origin, r.child("children"), "expected an array of child ids, got " + describe(children));
+  for (size_t k = 0; k < children.size(); ++k) {
+    // Range-checked here so the message points at the element.
+    e.children.push_back(
+        static_cast<uint8_t>(r.integer(children[k], fmt::format("{}.children[{}]", path, k), kMaxChildId)));
+  }
+  e.fan_in = static_cast<uint32_t>(r.integer("fan_in", 0xFFFFFFFFu, e.children.size()));
+  e.slot_base = static_cast<uint32_t>(r.integer("slot_base", 0xFFFFFFFFu));
+  e.slot_count = static_cast<uint32_t>(r.integer("slot_count", 0xFFFFFFFFu));
+  e.out_child_id = static_cast<uint16_t>(r.integer("out_child_id", 0xFFFF, 0));
+  e.eth_src = r.mac("eth_src");
+  e.eth_dst = r.mac("eth_dst");
+  e.ip_src = r.ipv4("ip_src");
+  e.ip_dst = r.ipv4("ip_dst");
+  e.udp_src = static_cast<uint16_t>(r.integer("udp_src", 0xFFFF, udp_port));
+  e.udp_dst = static_cast<uint16_t>(r.integer("udp_dst", 0xFFFF, udp_port));
+  e.ttl = static_cast<uint8_t>(r.integer("ttl", 0xFF, kDefaultTtl));
+  e.dscp = static_cast<uint8_t>(r.integer("dscp", 0xFF, 0));
+  r.finish();
+  return e;
+}
+
+void validate_entry(const EntryConfig& e, const std::string& path, const std::string& origin) {
+  if (e.children.empty()) fail(origin, path + ".children", "at least one child id is needed");
+  std::set<uint32_t> seen;
+  for (size_t k = 0; k < e.children.size(); ++k) {
+    const std::string cpath = fmt::format("{}.children[{}]", path, k);
+    if (e.children[k] > kMaxChildId) {
+      fail(origin, cpath, fmt::format("child id {} is over {}", e.children[k], kMaxChildId));
+    }
+    if (!seen.insert(e.children[k]).second)
+      fail(origin, cpath, fmt::format("child id {} is listed twice", e.children[k]));
+  }
+  if (e.fan_in == 0 || e.fan_in > kMaxFanIn) {
+    fail(origin, path + ".fan_in", fmt::format("out of range: {} is not in 1..{}", e.fan_in, kMaxFanIn));
+  }
+  if (e.fan_in > e.children.size()) {
+    fail(origin, path + ".fan_in",
+         fmt::format("fan_in {} is more than the {} allowed children", e.fan_in, e.children.size()));
+  }
+  if (e.slot_count == 0 || e.slot_count > 0xFFFF) {
+    fail(origin, path + ".slot_count", fmt::format("out of range: {} is not in 1..65535", e.slot_count));
+  }
+  if (uint64_t{e.slot_base} + e.slot_count > 0xFFFFFFFFull) {
+    fail(origin, path + ".slot_base", "slot_base + slot_count does not fit in 32 bits");
+  }
+  if (e.udp_src == 0) fail(origin, path + ".udp_src", "UDP port 0 is not allowed");
+  if (e.udp_dst == 0) fail(origin, path + ".udp_dst", "UDP port 0 is not allowed");
+  if (e.ttl == 0) fail(origin, path + ".ttl", "out of range: 0 is not in 1..255");
+  if (e.dscp > 63) fail(origin, path + ".dscp", fmt::format("out of range: {} is not in 0..63", e.dscp));
+}
+
+}  // namespace
+
+uint64_t EntryConfig::child_mask() const {
+  uint64_t mask = 0;
+  for (uint8_t c : children) {
+    if (c <= kMaxChildId) mask |= uint64_t{1} << c;
+  }
+  return mask;
+}
+
+void validate_node_config(const NodeConfig& cfg, const std::string& origin) {
+  if (cfg.node.empty()) fail(origin, "node", "must not be empty");
+  if (cfg.engine.udp_port == 0) fail(origin, "engine.udp_port", "UDP port 0 is not allowed");
+  if (!cfg.pswitch.is_null() && !cfg.pswitch.is_object()) {
+    fail(origin, "pswitch", "expected an object, got " + describe(cfg.pswitch));
+  }
+  std::map<uint32_t, size_t> by_index;
+  std::map<std::pair<uint16_t, uint8_t>, size_t> by_key;
+  for (size_t i = 0; i < cfg.entries.size(); ++i) {
+    const EntryConfig& e = cfg.entries[i];
+    const std::string path = fmt::format("entries[{}]", i);
+    validate_entry(e, path, origin);
+    if (auto [it, fresh] = by_index.emplace(e.index, i); !fresh) {
+      fail(origin, path + ".index",
+           fmt::format("duplicate index {} (also entries[{}])", e.index, it->second));
+    }
+    if (auto [it, fresh] = by_key.emplace(std::make_pair(e.job, e.tree), i); !fresh) {
+      fail(origin, path,
+           fmt::format("job {} tree {} is also configured by entries[{}]", e.job, e.tree, it->second));
+    }
+    for (size_t o = 0; o < i; ++o) {
+      const EntryConfig& p = cfg.entries[o];
+      if (e.slot_base < p.slot_base + p.slot_count && p.slot_base < e.slot_base + e.slot_count) {
+        fail(origin, path + ".slot_base",
+             fmt::format("slots {}..{} overlap entries[{}] (slots {}..{})", e.slot_base,
+                         e.slot_base + e.slot_count - 1, o, p.slot_base, p.slot_base + p.slot_count - 1));
+      }
+    }
+  }
+}
+
+NodeConfig parse_node_config(const json& doc, const std::string& origin) {
+  ObjectReader top(doc, "", origin);
+  NodeConfig cfg;
+  cfg.node = top.string("node");
+  if (const json* eng = top.find("engine")) {
+    ObjectReader r(*eng, "engine", origin);
+    cfg.engine.udp_port = static_cast<uint16_t>(r.integer("udp_port", 0xFFFF, cfg.engine.udp_port));
+    r.finish();
+  }
+  const json& entries = top.require("entries");
+  if (!entries.is_array()) fail(origin, "entries", "expected an array of entries, got " + describe(entries));
+  for (size_t i = 0; i < entries.size(); ++i) {
+    cfg.entries.push_back(parse_entry(entries[i], i, cfg.engine.udp_port, origin));
+  }
+  if (const json* ps = top.find("pswitch")) cfg.pswitch = *ps;
+  top.finish();
+  validate_node_config(cfg, origin);
+  return cfg;
+}
+
+NodeConfig load_node_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
+    std::string what = e.what();
+    const auto pos = what.find("] ");
+    throw ConfigError(
+        fmt::format("{}: invalid JSON: {}", path, pos == std::string::npos ? what : what.substr(pos + 2)));
+  }
+  return parse_node_config(doc, path);
+}
+
+json to_json(const NodeConfig& cfg) {
+  json doc;
+  doc["node"] = cfg.node;
+  doc["engine"] = {{"udp_port", cfg.engine.udp_port}};
+  json entries = json::array();
+  for (const EntryConfig& e : cfg.entries) {
+    json children = json::array();
+    for (uint8_t c : e.children) children.push_back(c);
+    entries.push_back({{"index", e.index},
+                       {"job", e.job},
+                       {"tree", e.tree},
+                       {"root", e.root},
+                       {"fan_in", e.fan_in},
+                       {"children", children},
+                       {"slot_base", e.slot_base},
+                       {"slot_count", e.slot_count},
+                       {"out_child_id", e.out_child_id},
+                       {"eth_src", format_mac(e.eth_src)},
+                       {"eth_dst", format_mac(e.eth_dst)},
+                       {"ip_src", format_ipv4(e.ip_src)},
+                       {"ip_dst", format_ipv4(e.ip_dst)},
+                       {"udp_src", e.udp_src},
+                       {"udp_dst", e.udp_dst},
+                       {"ttl", e.ttl},
+                       {"dscp", e.dscp}});
+  }
+  doc["entries"] = entries;
+  if (!cfg.pswitch.is_null()) doc["pswitch"] = cfg.pswitch;
+  return doc;
+}
+
+void save_node_config(const NodeConfig& cfg, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw ConfigError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+  out << to_json(cfg).dump(2) << "\n";
+  out.flush();
+  if (!out) throw ConfigError(fmt::format("{}: write failed", path));
+}
+
+bool parse_mac(const std::string& text, MacAddress& out) {
+  if (text.size() != 17) return false;
+  for (size_t b = 0; b < 6; ++b) {
+    uint32_t v = 0;
+    for (size_t k = 0; k < 2; ++k) {
+      const char c = text[3 * b + k];
+      uint32_t d;
+      if (c >= '0' && c <= '9') {
+        d = c - '0';
+      } else if (c >= 'a' && c <= 'f') {
+        d = c - 'a' + 10;
+      } else if (c >= 'A' && c <= 'F') {
+        d = c - 'A' + 10;
+      } else {
+        return false;
+      }
+      v = v * 16 + d;
+    }
+    if (b < 5 && text[3 * b + 2] != ':') return false;
+    out[b] = static_cast<uint8_t>(v);
+  }
+  return true;
+}
+
+bool parse_ipv4(const std::string& text, uint32_t& out) {
+  uint32_t addr = 0;
+  size_t pos = 0;
+  for (int part = 0; part < 4; ++part) {
+    if (part > 0) {
+      if (pos >= text.size() || text[pos] != '.') return false;
+      ++pos;
+    }
+    const size_t start = pos;
+    uint32_t v = 0;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && pos - start < 3) {
+      v = v * 10 + static_cast<uint32_t>(text[pos] - '0');
+      ++pos;
+    }
+    // No empty parts, no leading zeros (ambiguous: octal elsewhere), no values over 255.
+    if (pos == start || v > 255 || (pos - start > 1 && text[start] == '0')) return false;
+    addr = (addr << 8) | v;
+  }
+  if (pos != text.size()) return false;
+  out = addr;
+  return true;
+}
+
+std::string format_mac(const MacAddress& m) {
+  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+std::string format_ipv4(uint32_t a) {
+  return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 0xFF, (a >> 8) & 0xFF, a & 0xFF);
+}
+
+}  // namespace panama::config
