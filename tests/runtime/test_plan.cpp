@@ -78,8 +78,10 @@ TEST_CASE("plan: bad plans give an error naming the key") {
   CHECK_THAT(error_of(with("02:00:00:00:01:01", "02:00:00:00:01")), Catch::Contains("local_mac: not a MAC"));
   CHECK_THAT(error_of(with("10.0.1.2", "10.0.1.256")), Catch::Contains("local_ip: not an IPv4"));
   CHECK_THAT(error_of(with("10.0.1.2", "10.0.1")), Catch::Contains("local_ip: not an IPv4"));
-  CHECK_THAT(error_of(with("\"child_id\": 5", "\"child_id\": 64")), Catch::Contains("trees[1].child_id: out of range"));
-  CHECK_THAT(error_of(with("\"tree_id\": 3", "\"tree_id\": 0")), Catch::Contains("trees[1].tree_id: duplicate"));
+  CHECK_THAT(error_of(with("\"child_id\": 5", "\"child_id\": 64")),
+             Catch::Contains("trees[1].child_id: out of range"));
+  CHECK_THAT(error_of(with("\"tree_id\": 3", "\"tree_id\": 0")),
+             Catch::Contains("trees[1].tree_id: duplicate"));
   CHECK_THAT(error_of(with("\"initial_cwnd_cap\": 4", "\"initial_cwnd_cap\": 0")),
              Catch::Contains("trees[1].initial_cwnd_cap: out of range"));
   CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"wrold\": 1,")),
@@ -88,7 +90,8 @@ TEST_CASE("plan: bad plans give an error naming the key") {
              Catch::Contains("elems_per_packet: out of range"));
   CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"congestion\": {\"g\": 2},")),
              Catch::Contains("congestion.g: out of range"));
-  CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"congestion\": {\"rto_min_us\": 9, \"rto_max_us\": 8},")),
+  CHECK_THAT(error_of(with("\"world_size\": 4,",
+                           "\"world_size\": 4, \"congestion\": {\"rto_min_us\": 9, \"rto_max_us\": 8},")),
              Catch::Contains("congestion.rto_min_us"));
   CHECK_THAT(error_of(R"({"job_id": 1, "rank": 0, "world_size": 1, "local_mac": "02:00:00:00:00:01",
                              "local_ip": "10.0.0.1", "trees": []})"),

@@ -48,7 +48,8 @@ uint64_t get_uint(const json& v, const std::string& where, uint64_t lo, uint64_t
   if (!v.is_number_integer()) fail(where, "expected an integer, got " + v.dump());
   if (v.is_number_unsigned()) {
     const uint64_t x = v.get<uint64_t>();
-    if (x < lo || x > hi) fail(where, "out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]: " + v.dump());
+    if (x < lo || x > hi)
+      fail(where, "out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]: " + v.dump());
     return x;
   }
   const int64_t x = v.get<int64_t>();
@@ -79,7 +80,8 @@ void opt_uint(const json& obj, const std::string& where, const char* key, T& out
   if (const json* v = find(obj, key)) out = static_cast<T>(get_uint(*v, join(where, key), lo, hi));
 }
 
-void opt_double(const json& obj, const std::string& where, const char* key, double& out, double lo, double hi) {
+void opt_double(const json& obj, const std::string& where, const char* key, double& out, double lo,
+                double hi) {
   if (const json* v = find(obj, key)) out = get_double(*v, join(where, key), lo, hi);
 }
 
@@ -102,8 +104,8 @@ uint32_t ip_at(const json& v, const std::string& where) {
 CongestionParams parse_congestion(const json& c, const std::string& where) {
   if (!c.is_object()) fail(where, "expected an object");
   reject_unknown(c, where,
-                 {"g", "initial_alpha", "initial_cwnd", "ssthresh", "rto_initial_us", "rto_min_us", "rto_max_us",
-                  "rto_backoff", "retry_budget"});
+                 {"g", "initial_alpha", "initial_cwnd", "ssthresh", "rto_initial_us", "rto_min_us",
+                  "rto_max_us", "rto_backoff", "retry_budget"});
   CongestionParams p;
   opt_double(c, where, "g", p.g, 0.0, 1.0);
   opt_double(c, where, "initial_alpha", p.initial_alpha, 0.0, 1.0);
@@ -135,7 +137,8 @@ MacAddress parse_mac(const std::string& text) {
   MacAddress m{};
   unsigned v[6];
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6 ||
+  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &tail) != 6 ||
       text.size() != 17) {
     throw PlanError("not a MAC address (expected aa:bb:cc:dd:ee:ff): \"" + text + "\"");
   }
@@ -150,7 +153,8 @@ uint32_t parse_ipv4(const std::string& text) {
   while (parts < 4) {
     size_t start = i;
     uint32_t x = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 3) x = x * 10 + (text[i++] - '0');
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 3)
+      x = x * 10 + (text[i++] - '0');
     if (i == start || x > 255) break;
     ip = (ip << 8) | x;
     ++parts;
@@ -159,7 +163,8 @@ uint32_t parse_ipv4(const std::string& text) {
       ++i;
     }
   }
-  if (parts != 4 || i != text.size()) throw PlanError("not an IPv4 address (expected a.b.c.d): \"" + text + "\"");
+  if (parts != 4 || i != text.size())
+    throw PlanError("not an IPv4 address (expected a.b.c.d): \"" + text + "\"");
   return ip;
 }
 
@@ -170,14 +175,15 @@ std::string format_mac(const MacAddress& m) {
 }
 
 std::string format_ipv4(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." + std::to_string((ip >> 8) & 255) +
-         "." + std::to_string(ip & 255);
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
+         std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
 }
 
 void validate_plan(const Plan& p) {
   if (p.world_size < 1) fail("world_size", "must be at least 1");
   if (p.rank >= p.world_size) {
-    fail("rank", "must be below world_size (" + std::to_string(p.rank) + " >= " + std::to_string(p.world_size) + ")");
+    fail("rank",
+         "must be below world_size (" + std::to_string(p.rank) + " >= " + std::to_string(p.world_size) + ")");
   }
   if (p.elems_per_packet < 1 || p.elems_per_packet > wire::kMaxElemsPerFrame) {
     fail("elems_per_packet", "out of range [1, " + std::to_string(wire::kMaxElemsPerFrame) + "]");
@@ -187,16 +193,19 @@ void validate_plan(const Plan& p) {
   std::set<uint8_t> ids;
   for (size_t i = 0; i < p.trees.size(); ++i) {
     const std::string w = "trees[" + std::to_string(i) + "]";
-    if (!ids.insert(p.trees[i].tree_id).second) fail(w + ".tree_id", "duplicate tree id " + std::to_string(p.trees[i].tree_id));
+    if (!ids.insert(p.trees[i].tree_id).second)
+      fail(w + ".tree_id", "duplicate tree id " + std::to_string(p.trees[i].tree_id));
     if (p.trees[i].child_id > 63) fail(w + ".child_id", "out of range [0, 63]");
     if (p.trees[i].initial_cwnd_cap < 1) fail(w + ".initial_cwnd_cap", "must be at least 1");
   }
   const CongestionParams& c = p.congestion;
   if (!(c.g >= 0 && c.g <= 1)) fail("congestion.g", "out of range [0, 1]");
-  if (!(c.initial_alpha >= 0 && c.initial_alpha <= 1)) fail("congestion.initial_alpha", "out of range [0, 1]");
+  if (!(c.initial_alpha >= 0 && c.initial_alpha <= 1))
+    fail("congestion.initial_alpha", "out of range [0, 1]");
   if (!(c.initial_cwnd >= 1)) fail("congestion.initial_cwnd", "must be at least 1");
   if (!(c.ssthresh >= 1)) fail("congestion.ssthresh", "must be at least 1");
-  if (c.rto_min_us < 1 || c.rto_min_us > c.rto_max_us) fail("congestion.rto_min_us", "must be in [1, rto_max_us]");
+  if (c.rto_min_us < 1 || c.rto_min_us > c.rto_max_us)
+    fail("congestion.rto_min_us", "must be in [1, rto_max_us]");
   if (c.rto_initial_us < 1) fail("congestion.rto_initial_us", "must be at least 1");
   if (!(c.rto_backoff >= 1)) fail("congestion.rto_backoff", "must be at least 1");
 }
@@ -210,8 +219,8 @@ Plan parse_plan(const std::string& text) {
   }
   if (!j.is_object()) fail("", "plan must be a JSON object");
   reject_unknown(j, "",
-                 {"job_id", "rank", "world_size", "udp_port", "device", "local_mac", "local_ip", "elems_per_packet",
-                  "dscp", "ttl", "trees", "congestion"});
+                 {"job_id", "rank", "world_size", "udp_port", "device", "local_mac", "local_ip",
+                  "elems_per_packet", "dscp", "ttl", "trees", "congestion"});
   Plan p;
   p.job_id = static_cast<uint16_t>(get_uint(require(j, "", "job_id"), "job_id", 0, 0xFFFF));
   p.rank = static_cast<uint32_t>(get_uint(require(j, "", "rank"), "rank", 0, 0xFFFFFFFF));
@@ -225,7 +234,8 @@ Plan parse_plan(const std::string& text) {
   opt_uint(j, "", "ttl", p.ttl, 1, 255);
   const json& trees = require(j, "", "trees");
   if (!trees.is_array()) fail("trees", "expected an array");
-  for (size_t i = 0; i < trees.size(); ++i) p.trees.push_back(parse_tree(trees[i], "trees[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < trees.size(); ++i)
+    p.trees.push_back(parse_tree(trees[i], "trees[" + std::to_string(i) + "]"));
   if (const json* c = find(j, "congestion")) p.congestion = parse_congestion(*c, "congestion");
   validate_plan(p);
   return p;
@@ -282,14 +292,14 @@ bool operator==(const CongestionParams& a, const CongestionParams& b) {
          a.rto_max_us == b.rto_max_us && a.rto_backoff == b.rto_backoff && a.retry_budget == b.retry_budget;
 }
 bool operator==(const TreePlan& a, const TreePlan& b) {
-  return a.tree_id == b.tree_id && a.child_id == b.child_id && a.dst_mac == b.dst_mac && a.dst_ip == b.dst_ip &&
-         a.initial_cwnd_cap == b.initial_cwnd_cap;
+  return a.tree_id == b.tree_id && a.child_id == b.child_id && a.dst_mac == b.dst_mac &&
+         a.dst_ip == b.dst_ip && a.initial_cwnd_cap == b.initial_cwnd_cap;
 }
 bool operator==(const Plan& a, const Plan& b) {
-  return a.job_id == b.job_id && a.rank == b.rank && a.world_size == b.world_size && a.udp_port == b.udp_port &&
-         a.device == b.device && a.local_mac == b.local_mac && a.local_ip == b.local_ip &&
-         a.elems_per_packet == b.elems_per_packet && a.dscp == b.dscp && a.ttl == b.ttl && a.trees == b.trees &&
-         a.congestion == b.congestion;
+  return a.job_id == b.job_id && a.rank == b.rank && a.world_size == b.world_size &&
+         a.udp_port == b.udp_port && a.device == b.device && a.local_mac == b.local_mac &&
+         a.local_ip == b.local_ip && a.elems_per_packet == b.elems_per_packet && a.dscp == b.dscp &&
+         a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion;
 }
 
 }  // namespace panama::runtime

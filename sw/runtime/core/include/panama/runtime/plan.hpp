@@ -26,35 +26,35 @@ using MacAddress = std::array<uint8_t, 6>;
 
 // Congestion control and retransmission (docs/runtime.md, "Congestion control").
 struct CongestionParams {
-  double g = 1.0 / 16;          // DCTCP gain: alpha <- (1-g)·alpha + g·F once per window
-  double initial_alpha = 1.0;   // alpha before the first window ends (1 = first CE halves cwnd)
-  double initial_cwnd = 1.0;    // packets
-  double ssthresh = 64.0;       // slow start (+1 per result) below, +1/cwnd per result above
+  double g = 1.0 / 16;             // DCTCP gain: alpha <- (1-g)·alpha + g·F once per window
+  double initial_alpha = 1.0;      // alpha before the first window ends (1 = first CE halves cwnd)
+  double initial_cwnd = 1.0;       // packets
+  double ssthresh = 64.0;          // slow start (+1 per result) below, +1/cwnd per result above
   uint32_t rto_initial_us = 5000;  // before the first RTT sample
   uint32_t rto_min_us = 1000;
   uint32_t rto_max_us = 200000;
-  double rto_backoff = 2.0;     // a chunk's RTO is multiplied by this on each of its timeouts
-  uint32_t retry_budget = 20;   // retransmissions of one chunk before the allreduce fails
+  double rto_backoff = 2.0;    // a chunk's RTO is multiplied by this on each of its timeouts
+  uint32_t retry_budget = 20;  // retransmissions of one chunk before the allreduce fails
 };
 
 // One aggregation tree of the job as this worker sees it.
 struct TreePlan {
   uint8_t tree_id = 0;
-  uint16_t child_id = 0;           // this worker's child id at its leaf engine (0..63)
-  MacAddress dst_mac{};            // the leaf PSwitch
-  uint32_t dst_ip = 0;             // host byte order
-  uint16_t initial_cwnd_cap = 8;   // window bound until the first result brings a cwnd_cap
+  uint16_t child_id = 0;          // this worker's child id at its leaf engine (0..63)
+  MacAddress dst_mac{};           // the leaf PSwitch
+  uint32_t dst_ip = 0;            // host byte order
+  uint16_t initial_cwnd_cap = 8;  // window bound until the first result brings a cwnd_cap
 };
 
 struct Plan {
   uint16_t job_id = 0;
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  uint16_t udp_port = 9600;        // PANAMA UDP port (source and destination)
-  std::string device;              // optional: DPDK port name this worker uses (e.g. "net_memif0")
+  uint16_t udp_port = 9600;  // PANAMA UDP port (source and destination)
+  std::string device;        // optional: DPDK port name this worker uses (e.g. "net_memif0")
   MacAddress local_mac{};
-  uint32_t local_ip = 0;           // host byte order
-  uint32_t elems_per_packet = 256; // fp32 elements per packet (1 KiB payload)
+  uint32_t local_ip = 0;            // host byte order
+  uint32_t elems_per_packet = 256;  // fp32 elements per packet (1 KiB payload)
   uint8_t dscp = 0;
   uint8_t ttl = 64;
   std::vector<TreePlan> trees;
