@@ -1,0 +1,230 @@
+// Test harness for the HLS C++ engine: programs table entries through the
+// register interface, builds contribution frames with the independent
+// reference encoder (tests/wire/reference.hpp), keeps a test-side model of
+// each slot's expected aggregate (host FPU sums in arrival order), and
+// compares counters. Nothing here calls the engine's own logic to form an
+// expectation.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "panama/engine.hpp"
+#include "panama/regmap.hpp"
+#include "wire/reference.hpp"
+
+namespace panama::test {
+
+// A table entry as the tests think of it (docs/register-map.md, E_* fields).
+struct EntrySpec {
+  uint16_t job = 1;
+  uint8_t tree = 0;
+  bool enable = true;
+  bool root = true;
+  uint32_t fan_in = 2;
+  uint64_t child_mask = 0x3;
+  uint32_t slot_base = 0;
+  uint32_t slot_count = 4;
+  uint16_t out_child_id = 0;
+  std::array<uint8_t, 6> eth_dst{{0x02, 0xAA, 0, 0, 0, 0x01}};
+  std::array<uint8_t, 6> eth_src{{0x02, 0xBB, 0, 0, 0, 0x02}};
+  uint32_t ip_src = 0x0A010101;
+  uint32_t ip_dst = 0xE0000001;
+  uint16_t udp_src = 40000;
+  uint16_t udp_dst = 9600;
+  uint8_t ttl = 32;
+  uint8_t dscp = 0x0A;
+};
+
+inline EntrySpec random_addresses(EntrySpec s, Rng& rng) {
+  for (auto& b : s.eth_dst) b = static_cast<uint8_t>(uniform(rng, 0, 255));
+  for (auto& b : s.eth_src) b = static_cast<uint8_t>(uniform(rng, 0, 255));
+  s.ip_src = static_cast<uint32_t>(rng());
+  s.ip_dst = static_cast<uint32_t>(rng());
+  s.udp_src = static_cast<uint16_t>(uniform(rng, 0, 0xFFFF));
+  s.udp_dst = static_cast<uint16_t>(uniform(rng, 0, 0xFFFF));
+  s.ttl = static_cast<uint8_t>(uniform(rng, 0, 255));
+  s.dscp = static_cast<uint8_t>(uniform(rng, 0, 63));
+  s.out_child_id = static_cast<uint16_t>(uniform(rng, 0, 63));
+  return s;
+}
+
+// Writes the staged fields of `s` (register layout from docs/register-map.md).
+template <class E>
+void stage_entry(E& eng, const EntrySpec& s) {
+  using namespace regmap;
+  eng.reg_write(kEKey, s.job | (uint32_t{s.tree} << 16));
+  eng.reg_write(kEFlags, (s.enable ? 1u : 0u) | (s.root ? 2u : 0u));
+  eng.reg_write(kEFanIn, s.fan_in);
+  eng.reg_write(kEChildMaskLo, static_cast<uint32_t>(s.child_mask));
+  eng.reg_write(kEChildMaskHi, static_cast<uint32_t>(s.child_mask >> 32));
+  eng.reg_write(kESlotBase, s.slot_base);
+  eng.reg_write(kESlotCount, s.slot_count);
+  eng.reg_write(kEOutChildId, s.out_child_id);
+  eng.reg_write(kEEthDstHi, (uint32_t{s.eth_dst[0]} << 8) | s.eth_dst[1]);
+  eng.reg_write(kEEthDstLo, (uint32_t{s.eth_dst[2]} << 24) | (uint32_t{s.eth_dst[3]} << 16) |
+                                (uint32_t{s.eth_dst[4]} << 8) | s.eth_dst[5]);
+  eng.reg_write(kEEthSrcHi, (uint32_t{s.eth_src[0]} << 8) | s.eth_src[1]);
+  eng.reg_write(kEEthSrcLo, (uint32_t{s.eth_src[2]} << 24) | (uint32_t{s.eth_src[3]} << 16) |
+                                (uint32_t{s.eth_src[4]} << 8) | s.eth_src[5]);
+  eng.reg_write(kEIpSrc, s.ip_src);
+  eng.reg_write(kEIpDst, s.ip_dst);
+  eng.reg_write(kEUdpPorts, s.udp_src | (uint32_t{s.udp_dst} << 16));
+  eng.reg_write(kEIpTtlDscp, s.ttl | (uint32_t{s.dscp} << 8));
+}
+
+// Commits `s` to entry `index`; returns ENTRY_STATUS.
+template <class E>
+uint32_t commit_entry(E& eng, uint32_t index, const EntrySpec& s) {
+  eng.reg_write(regmap::kEntryIndex, index);
+  stage_entry(eng, s);
+  eng.reg_write(regmap::kEntryCmd, regmap::kCmdCommit);
+  return eng.reg_read(regmap::kEntryStatus);
+}
+
+// A contribution to entry `s` from `child`, encoded by the reference encoder.
+inline std::vector<uint8_t> contribution(const EntrySpec& s, uint16_t child, uint32_t seq,
+                                         const std::vector<uint32_t>& payload, uint8_t ecn = 2,
+                                         uint16_t cwnd_cap = 0xFFFF, uint8_t type = 1,
+                                         uint16_t udp_port = 9600) {
+  wire::Header h{};
+  const uint8_t dst[6] = {0x02, 0, 0, 0, 0, 0xFE};
+  const uint8_t src[6] = {0x02, 0, 0, 0, static_cast<uint8_t>(child >> 8), static_cast<uint8_t>(child)};
+  std::copy(dst, dst + 6, h.eth_dst);
+  std::copy(src, src + 6, h.eth_src);
+  h.dscp = 0;
+  h.ecn = ecn;
+  h.ttl = 64;
+  h.ip_id = static_cast<uint16_t>(seq * 7 + child);
+  h.ip_src = 0x0A000000u + child;
+  h.ip_dst = 0x0A0000FEu;
+  h.udp_src = 12345;
+  h.udp_dst = udp_port;
+  h.version = 1;
+  h.type = type;
+  h.job_id = s.job;
+  h.tree_id = s.tree;
+  h.elem_type = 1;
+  h.child_id = child;
+  h.seq = seq;
+  h.cwnd_cap = cwnd_cap;
+  h.elem_count = static_cast<uint16_t>(payload.size());
+  return ref::encode(h, payload);
+}
+
+inline std::vector<uint32_t> random_payload(Rng& rng, uint32_t n) {
+  std::vector<uint32_t> p(n);
+  for (auto& v : p) v = ref::random_element(rng);
+  return p;
+}
+
+// Expected state of one sequence at the engine: what the contract says the
+// slot holds after the contributions seen so far.
+struct RefSlot {
+  uint32_t seq = 0;
+  std::vector<uint32_t> sum;
+  uint64_t children = 0;
+  uint32_t count = 0;
+  uint8_t ecn = 0;
+  uint16_t cwnd_cap = 0xFFFF;
+  bool done = false;
+
+  void add(uint16_t child, const std::vector<uint32_t>& p, uint8_t ecn_in, uint16_t cap) {
+    if (count == 0) {
+      sum = p;  // the first contribution is stored as it arrives
+      ecn = ecn_in;
+      cwnd_cap = cap;
+    } else {
+      for (size_t i = 0; i < p.size(); ++i) sum[i] = ref::host_add(sum[i], p[i]);
+      ecn = static_cast<uint8_t>(ecn | ecn_in);
+      cwnd_cap = std::min(cwnd_cap, cap);
+    }
+    children |= uint64_t{1} << child;
+    ++count;
+  }
+};
+
+// The frame an engine must emit for entry `s` and the completed slot `r`
+// (docs/protocol.md §6); `answer_retrans` when it answers a retransmission.
+inline std::vector<uint8_t> expected_emission(const EntrySpec& s, const RefSlot& r, bool answer_retrans) {
+  wire::Header h{};
+  std::copy(s.eth_dst.begin(), s.eth_dst.end(), h.eth_dst);
+  std::copy(s.eth_src.begin(), s.eth_src.end(), h.eth_src);
+  h.dscp = s.dscp;
+  h.ecn = r.ecn;
+  h.ttl = s.ttl;
+  h.ip_id = 0;
+  h.ip_src = s.ip_src;
+  h.ip_dst = s.ip_dst;
+  h.udp_src = s.udp_src;
+  h.udp_dst = s.udp_dst;
+  h.version = 1;
+  h.type = s.root ? 2 : (answer_retrans ? 3 : 1);
+  h.job_id = s.job;
+  h.tree_id = s.tree;
+  h.elem_type = 1;
+  h.child_id = s.out_child_id;
+  h.seq = r.seq;
+  h.cwnd_cap =
+      static_cast<uint16_t>(std::min<uint32_t>(r.cwnd_cap, std::min<uint32_t>(s.slot_count, 0xFFFF)));
+  h.elem_count = static_cast<uint16_t>(r.sum.size());
+  return ref::encode(h, r.sum);
+}
+
+// Collects every frame the engine sends.
+struct Sink {
+  std::vector<std::vector<uint8_t>> frames;
+  void operator()(const uint8_t* d, uint32_t len) { frames.emplace_back(d, d + len); }
+};
+
+template <class E>
+EngineOutcome send(E& eng, const std::vector<uint8_t>& frame, Sink& sink) {
+  return eng.process_frame(frame.data(), static_cast<uint32_t>(frame.size()), sink);
+}
+
+// Every counter of an engine, read through the accessors.
+struct Counters {
+  std::vector<uint64_t> global;
+  std::vector<std::vector<uint64_t>> entry;
+};
+
+template <class E>
+Counters snapshot(const E& eng) {
+  Counters c;
+  for (uint32_t i = 0; i < regmap::kNumGlobalCounters; ++i) c.global.push_back(eng.global_counter(i));
+  for (uint32_t e = 0; e < E::kTableEntries; ++e) {
+    c.entry.emplace_back();
+    for (uint32_t i = 0; i < regmap::kNumEntryCounters; ++i)
+      c.entry.back().push_back(eng.entry_counter(e, i));
+  }
+  return c;
+}
+
+// Names the counters that moved between two snapshots and by how much,
+// e.g. "drop_truncated+1 frames_in+1", so that checks read like the spec.
+inline std::string counter_delta(const Counters& a, const Counters& b) {
+  std::string out;
+  for (uint32_t i = 0; i < a.global.size(); ++i) {
+    if (a.global[i] != b.global[i]) {
+      out += std::string(out.empty() ? "" : " ") + regmap::kGlobalCounterNames[i] + "+" +
+             std::to_string(b.global[i] - a.global[i]);
+    }
+  }
+  for (uint32_t e = 0; e < a.entry.size(); ++e) {
+    for (uint32_t i = 0; i < a.entry[e].size(); ++i) {
+      if (a.entry[e][i] != b.entry[e][i]) {
+        out += " e" + std::to_string(e) + "." + regmap::kEntryCounterNames[i] + "+" +
+               std::to_string(b.entry[e][i] - a.entry[e][i]);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace panama::test
