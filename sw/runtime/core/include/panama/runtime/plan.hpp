@@ -32,7 +32,7 @@ struct CongestionParams {
   double ssthresh = 64.0;          // slow start (+1 per result) below, +1/cwnd per result above
   uint32_t rto_initial_us = 5000;  // before the first RTT sample
   uint32_t rto_min_us = 1000;
-  uint32_t rto_max_us = 200000;
+  uint32_t rto_max_us = 1000000;
   double rto_backoff = 2.0;    // a chunk's RTO is multiplied by this on each of its timeouts
   uint32_t retry_budget = 20;  // retransmissions of one chunk before the allreduce fails
 };

@@ -1,0 +1,161 @@
+// The allreduce state machine of one communicator (one job on one worker).
+//
+// Pure protocol logic, no I/O: the caller feeds events (a received frame, the
+// current time) and gives it a FrameOut to write the frames it wants sent.
+// The DPDK runtime, the tests and simulators drive this same class.
+//
+//  - start(data, n) issues an in-place allreduce of n floats. It is cut into
+//    chunks of elems_per_packet; chunk k goes to tree k mod T with sequence
+//    base_t + k div T, where base_t counts the sequences tree t used before
+//    (sequences never restart within the communicator's life).
+//  - poll(now, out) sends new chunks as each tree's window allows (sequences in
+//    order; outstanding span next_seq - oldest_unacked <= window <= cwnd_cap)
+//    and retransmits chunks whose RTO expired (type 3, same payload, RTO
+//    multiplied by rto_backoff). A chunk that exceeds the retry budget fails the
+//    communicator: every unfinished allreduce fails with an error saying which
+//    chunk, and later ones fail at once (the engines' slots can no longer be
+//    trusted to match this worker's sequences).
+//  - on_frame(frame, now) takes result-down frames of this job. A result for an
+//    outstanding sequence is copied into the user's buffer (exactly once),
+//    acknowledges the chunk and drives the tree's congestion control;
+//    duplicates and results for sequences never sent are counted and ignored.
+//
+// Not thread-safe: one thread (or a lock held by the caller) at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "panama/runtime/congestion.hpp"
+#include "panama/runtime/plan.hpp"
+#include "panama/wire.hpp"
+
+namespace panama::runtime {
+
+// Where the core writes frames to send. begin_frame returns space for one
+// frame of `len` bytes, or null when the transmit path is full (the core
+// stops and tries again on the next poll); end_frame commits it.
+class FrameOut {
+ public:
+  virtual ~FrameOut() = default;
+  virtual uint8_t* begin_frame(uint32_t len) = 0;
+  virtual void end_frame(uint32_t len) = 0;
+};
+
+// A FrameOut collecting copies, for tests and simulators.
+class VectorFrameOut : public FrameOut {
+ public:
+  std::vector<std::vector<uint8_t>> frames;
+  size_t limit = SIZE_MAX;  // begin_frame fails once this many frames are held
+  uint8_t* begin_frame(uint32_t len) override {
+    if (frames.size() >= limit) return nullptr;
+    frames.emplace_back(len);
+    return frames.back().data();
+  }
+  void end_frame(uint32_t) override {}
+};
+
+using OpId = uint64_t;
+enum class OpStatus { kPending, kDone, kFailed };
+
+struct TreeStats {
+  uint8_t tree_id = 0;
+  uint64_t bytes_issued = 0;      // payload bytes of chunks assigned to this tree
+  uint64_t bytes_completed = 0;   // payload bytes of results copied to user buffers
+  uint64_t packets_sent = 0;      // first transmissions and retransmissions
+  uint64_t packets_received = 0;  // result frames of this tree (fresh, duplicate or unexpected)
+  uint64_t retransmissions = 0;
+  uint64_t timeouts = 0;
+  uint64_t results_ce = 0;  // fresh results carrying CE
+  uint64_t duplicate_results = 0;
+  uint64_t unexpected_results = 0;  // sequence never sent, or elem_count not the chunk's
+  uint64_t cwnd_reductions = 0;
+  double cwnd = 0;
+  double alpha = 0;
+  uint16_t cwnd_cap = 0;   // latest cap (initial_cwnd_cap before any result)
+  uint32_t in_flight = 0;  // next_seq - oldest unacknowledged
+  uint32_t next_seq = 0;
+  double srtt_us = 0;  // smoothed RTT (0 before the first sample)
+  double rto_us = 0;
+};
+
+struct CommStats {
+  uint16_t job_id = 0;
+  uint64_t ops_started = 0, ops_completed = 0, ops_failed = 0;
+  uint64_t bytes_issued = 0, bytes_completed = 0;
+  uint64_t packets_sent = 0, packets_received = 0, retransmissions = 0, timeouts = 0, results_ce = 0;
+  uint64_t duplicate_results = 0, unexpected_results = 0;
+  uint64_t malformed_results = 0;  // result-down frames of this job with bad lengths/types, unknown tree
+  std::vector<TreeStats> trees;
+};
+
+class AllreduceCore {
+ public:
+  // Validates the plan (throws PlanError).
+  explicit AllreduceCore(const Plan& plan);
+  ~AllreduceCore();
+  AllreduceCore(const AllreduceCore&) = delete;
+  AllreduceCore& operator=(const AllreduceCore&) = delete;
+
+  const Plan& plan() const { return plan_; }
+
+  // Issues an in-place allreduce of `count` floats at `data` (the buffer must
+  // stay valid and untouched until the op finishes). Several may be in flight;
+  // every worker of the job must issue the same sizes in the same order.
+  OpId start(float* data, size_t count, uint64_t now_ns);
+  OpStatus status(OpId id) const;       // kFailed for unknown ids
+  std::string op_error(OpId id) const;  // why it failed ("" otherwise)
+  void release(OpId id);                // forget a finished op
+  size_t pending_ops() const { return pending_; }
+
+  bool failed() const { return !fail_reason_.empty(); }
+  const std::string& failure() const { return fail_reason_; }
+
+  // A received frame. Returns true when it was a result-down frame of this
+  // job (consumed, whatever its fate); false for anything else.
+  bool on_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns);
+
+  // Sends what the windows allow and what timed out; at most `max_frames`
+  // frames. Returns how many were written to `out`.
+  uint32_t poll(uint64_t now_ns, FrameOut& out, uint32_t max_frames = 64);
+  // Earliest time poll() has a timeout to handle (UINT64_MAX when none).
+  uint64_t next_timer_ns() const;
+  // True when poll() would send a new chunk now (some tree has window and data).
+  bool can_send() const;
+
+  CommStats stats() const;
+  const TreeCongestion& congestion(size_t tree_index) const;
+
+  // Test hook: called once per result copied into a user buffer.
+  void set_write_observer(std::function<void(OpId, size_t chunk)> f) { observer_ = std::move(f); }
+
+ private:
+  struct Op;
+  struct Tree;
+  struct Outstanding;
+
+  bool send_new(Tree& t, uint64_t now_ns, FrameOut& out);
+  bool send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retransmission, FrameOut& out);
+  bool handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget);
+  void handle_result(Tree& t, const wire::Header& h, const uint8_t* payload, uint64_t now_ns);
+  void fail_all(const std::string& reason);
+  void finish(Op& op, OpStatus st, const std::string& err);
+
+  Plan plan_;
+  std::vector<std::unique_ptr<Tree>> trees_;
+  int16_t tree_index_[256];
+  std::unordered_map<OpId, std::unique_ptr<Op>> ops_;
+  OpId next_op_ = 1;
+  size_t pending_ = 0;
+  size_t rr_ = 0;  // round-robin start tree for sending
+  std::string fail_reason_;
+  CommStats totals_;
+  std::function<void(OpId, size_t)> observer_;
+};
+
+}  // namespace panama::runtime
