@@ -1,0 +1,181 @@
+// The switch around the engine: decides, per received frame, where it goes.
+//
+//  - aggregate-up / retransmission for a (job, tree) this switch serves ->
+//    the engine; what the engine emits goes to the tree's parent port
+//    (aggregate-up) or, at the root, is replicated to the tree's child ports
+//    (the result-down multicast group);
+//  - malformed PANAMA frames -> the engine, which drops and counts them;
+//  - result-down for a served (job, tree) arriving on its parent port ->
+//    replicated to the child ports; from any other port -> dropped, counted;
+//  - everything else (incl. PANAMA frames of trees not served here) ->
+//    forwarded by destination MAC from the static table, or flooded.
+//
+// No I/O here: frames to send are handed to `out(port, data, len)`, which
+// copies them (the data pointer is only valid during the call). The
+// aggregation itself is the engine's (hw/hls), called as it is.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "panama/pswitch/settings.hpp"
+#include "panama/wire.hpp"
+
+namespace panama::pswitch {
+
+struct PortSwitchCounters {
+  uint64_t rx_frames = 0;
+  uint64_t rx_bytes = 0;
+  uint64_t to_engine = 0;
+  uint64_t forwarded = 0;  // ordinary frames sent out of this port by MAC lookup
+  uint64_t flooded = 0;    // ordinary frames flooded out of this port
+};
+
+struct TreeSwitchCounters {
+  uint64_t contributions_in = 0;  // frames handed to the engine
+  uint64_t aggregates_up = 0;     // engine emissions sent to the parent
+  uint64_t results_from_parent = 0;
+  uint64_t results_emitted = 0;  // results the engine produced here (root)
+  uint64_t result_copies = 0;    // copies sent to child ports
+};
+
+struct SwitchCounters {
+  uint64_t engine_drops = 0;       // frames the engine dropped (its counters say why)
+  uint64_t result_wrong_port = 0;  // result-down for a served tree not from its parent
+  uint64_t no_parent = 0;          // aggregate-up emitted for a tree without a parent port
+  uint64_t hairpin_drops = 0;      // MAC table points back at the ingress port
+};
+
+template <class Engine>
+class SwitchCore {
+ public:
+  SwitchCore(const PswitchSettings& settings, Engine& engine)
+      : s_(settings), engine_(engine), ports_(settings.ports.size()), trees_(settings.trees.size()) {}
+
+  template <class Out>
+  void on_frame(uint32_t in_port, const uint8_t* frame, uint32_t len, Out&& out) {
+    PortSwitchCounters& pc = ports_[in_port];
+    ++pc.rx_frames;
+    pc.rx_bytes += len;
+
+    wire::Header h;
+    const wire::FrameClass cls = wire::classify_frame(frame, len, engine_.udp_port(), h);
+    if (cls == wire::FrameClass::kOk) {
+      const int t = tree_index(h.job_id, h.tree_id);
+      if (t >= 0) {
+        ++trees_[t].contributions_in;
+        to_engine(in_port, frame, len, out);
+        return;
+      }
+    } else if (cls == wire::FrameClass::kResultDown) {
+      const int t = tree_index(h.job_id, h.tree_id);
+      if (t >= 0) {
+        const TreePorts& tp = s_.trees[t];
+        if (tp.parent != static_cast<int>(in_port)) {
+          ++ctr_.result_wrong_port;
+          return;
+        }
+        ++trees_[t].results_from_parent;
+        replicate(t, frame, len, out);
+        return;
+      }
+    } else if (wire::is_malformed(cls)) {
+      to_engine(in_port, frame, len, out);
+      return;
+    }
+    forward_l2(in_port, frame, len, out);
+  }
+
+  const PortSwitchCounters& port_counters(uint32_t p) const { return ports_[p]; }
+  const TreeSwitchCounters& tree_counters(uint32_t t) const { return trees_[t]; }
+  const SwitchCounters& counters() const { return ctr_; }
+  const PswitchSettings& settings() const { return s_; }
+
+ private:
+  int tree_index(uint16_t job, uint8_t tree) const {
+    for (size_t i = 0; i < s_.trees.size(); ++i) {
+      if (s_.trees[i].job == job && s_.trees[i].tree == tree) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  template <class Out>
+  void to_engine(uint32_t in_port, const uint8_t* frame, uint32_t len, Out& out) {
+    ++ports_[in_port].to_engine;
+    auto sink = [&](const uint8_t* d, uint32_t n) { from_engine(d, n, out); };
+    const auto outcome = engine_.process_frame(frame, len, sink);
+    if (outcome.action == decltype(outcome.action)::kDropped) ++ctr_.engine_drops;
+  }
+
+  // An emitted aggregate: up to the parent, or (a result) down to the children.
+  template <class Out>
+  void from_engine(const uint8_t* d, uint32_t n, Out& out) {
+    const uint16_t job = wire::load_be16(d + wire::kPanamaJobId);
+    const uint8_t tree = d[wire::kPanamaTreeId];
+    const int t = tree_index(job, tree);
+    if (t < 0) {
+      // An engine entry without switch ports: configuration mismatch.
+      ++ctr_.no_parent;
+      return;
+    }
+    if (d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
+      ++trees_[t].results_emitted;
+      replicate(t, d, n, out);
+      return;
+    }
+    const TreePorts& tp = s_.trees[t];
+    if (tp.parent < 0) {
+      ++ctr_.no_parent;
+      return;
+    }
+    ++trees_[t].aggregates_up;
+    out(static_cast<uint32_t>(tp.parent), d, n);
+  }
+
+  template <class Out>
+  void replicate(int t, const uint8_t* d, uint32_t n, Out& out) {
+    for (uint32_t p : s_.trees[t].children) {
+      ++trees_[t].result_copies;
+      out(p, d, n);
+    }
+  }
+
+  template <class Out>
+  void forward_l2(uint32_t in_port, const uint8_t* frame, uint32_t len, Out& out) {
+    if (len >= 6 && (frame[0] & 1) == 0) {  // unicast: look it up
+      for (const MacRoute& r : s_.mac_table) {
+        if (std::memcmp(r.mac.data(), frame, 6) == 0) {
+          if (r.port == in_port) {
+            ++ctr_.hairpin_drops;
+          } else {
+            ++ports_[r.port].forwarded;
+            out(r.port, frame, len);
+          }
+          return;
+        }
+      }
+    }
+    // Loop-free flooding on a leaf-spine fabric: from a host, to the other
+    // hosts and the first uplink; from an uplink, to the hosts only.
+    const bool from_uplink = s_.ports[in_port].uplink;
+    bool uplink_used = from_uplink;
+    for (uint32_t p = 0; p < ports_.size(); ++p) {
+      if (p == in_port) continue;
+      if (s_.ports[p].uplink) {
+        if (uplink_used) continue;
+        uplink_used = true;
+      }
+      ++ports_[p].flooded;
+      out(p, frame, len);
+    }
+  }
+
+  const PswitchSettings& s_;
+  Engine& engine_;
+  std::vector<PortSwitchCounters> ports_;
+  std::vector<TreeSwitchCounters> trees_;
+  SwitchCounters ctr_;
+};
+
+}  // namespace panama::pswitch

@@ -1,0 +1,209 @@
+// Controller unit tests: trees, fan-ins, child ids, shares, addresses,
+// output files and rejected inputs. Expected values are worked out by hand
+// from the rules in docs/controller.md.
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "panama/controller/controller.hpp"
+
+using namespace panama;
+using namespace panama::controller;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+Deployment run(const json& cluster, const json& jobs) {
+  return plan_deployment(parse_cluster(cluster), parse_jobs(jobs));
+}
+
+const SwitchOutput& sw(const Deployment& d, const std::string& name) {
+  for (const auto& s : d.switches) {
+    if (s.node.node == name) return s;
+  }
+  FAIL("no switch " << name);
+  throw;
+}
+
+const WorkerOutput& worker(const Deployment& d, const std::string& host) {
+  for (const auto& w : d.workers) {
+    if (w.host == host) return w;
+  }
+  FAIL("no worker " << host);
+  throw;
+}
+
+json one_job(uint32_t workers, uint32_t trees) {
+  json ws = json::array();
+  for (uint32_t i = 0; i < workers; ++i) ws.push_back("w" + std::to_string(i));
+  return {{"jobs", json::array({{{"id", 1}, {"workers", ws}, {"trees", trees}}})}};
+}
+
+}  // namespace
+
+TEST_CASE("single PSwitch: every tree is rooted at it, equal shares, multicast results") {
+  const Deployment d = run(single_switch_cluster(4, 10.0), one_job(4, 2));
+  REQUIRE(d.switches.size() == 1);
+  REQUIRE(d.trees.size() == 2);
+  CHECK(d.trees[0].root == "s0");
+  CHECK(d.trees[1].root == "s0");
+  const auto& s0 = sw(d, "s0");
+  REQUIRE(s0.node.entries.size() == 2);
+  for (uint32_t t = 0; t < 2; ++t) {
+    const auto& e = s0.node.entries[t];
+    CHECK(e.job == 1);
+    CHECK(e.tree == t);
+    CHECK(e.root);
+    CHECK(e.fan_in == 4);
+    CHECK(e.children == std::vector<uint8_t>{0, 1, 2, 3});
+    CHECK(e.slot_count == 256);  // 512 slots / 2 entries
+    CHECK(e.slot_base == 256 * t);
+    CHECK(e.ip_dst == ((239u << 24) | (1u << 8) | t));  // 239.0.1.t
+    CHECK(e.eth_dst == config::MacAddress{0x01, 0x00, 0x5e, 0x00, 0x01, static_cast<uint8_t>(t)});
+    CHECK(s0.settings.trees[t].parent == -1);
+    CHECK(s0.settings.trees[t].children == std::vector<uint32_t>{0, 1, 2, 3});
+  }
+  for (uint32_t r = 0; r < 4; ++r) {
+    const auto& w = worker(d, "w" + std::to_string(r));
+    CHECK(w.plan.rank == r);
+    CHECK(w.plan.world_size == 4);
+    REQUIRE(w.plan.trees.size() == 2);
+    CHECK(w.plan.trees[1].child_id == r);
+    CHECK(w.plan.trees[1].dst_mac == config::MacAddress{0x02, 0, 0, 0x02, 0, 0});  // s0's automatic MAC
+    CHECK(w.plan.trees[1].initial_cwnd_cap == 256);
+    CHECK_THAT(w.vdev, Contains("role=client") && Contains("s0-w" + std::to_string(r) + ".sock"));
+  }
+}
+
+TEST_CASE("two-tier: trees rooted at distinct spines, leaves aggregate their workers") {
+  // w0,w2 under leaf0; w1,w3 under leaf1 (round-robin).
+  const Deployment d = run(two_tier_cluster(4, 2, 2, 25.0), one_job(4, 2));
+  REQUIRE(d.trees.size() == 2);
+  CHECK(d.trees[0].root == "spine0");
+  CHECK(d.trees[1].root == "spine1");
+  const auto& leaf0 = sw(d, "leaf0");
+  const auto& leaf1 = sw(d, "leaf1");
+  const auto& spine0 = sw(d, "spine0");
+  REQUIRE(leaf0.node.entries.size() == 2);
+  REQUIRE(spine0.node.entries.size() == 1);
+  for (const auto& e : leaf0.node.entries) {
+    CHECK_FALSE(e.root);
+    CHECK(e.fan_in == 2);
+    CHECK(e.out_child_id == 0);  // leaf0 is child 0 of both roots
+    CHECK(e.slot_count == 256);
+  }
+  CHECK(leaf1.node.entries[0].out_child_id == 1);
+  CHECK(leaf0.node.entries[0].eth_dst == sw(d, "spine0").node.entries[0].eth_src);
+  CHECK(leaf0.node.entries[1].eth_dst == sw(d, "spine1").node.entries[0].eth_src);
+  const auto& root = spine0.node.entries[0];
+  CHECK(root.root);
+  CHECK(root.fan_in == 2);
+  CHECK(root.slot_count == 512);
+  // leaf0's ports: w0, w2, spine0, spine1 (link order); tree 1 goes up to spine1.
+  const auto& tp = leaf0.settings.trees[1];
+  CHECK(tp.parent == 3);
+  CHECK(tp.children == std::vector<uint32_t>{0, 1});
+  CHECK(leaf0.settings.ports[3].uplink);
+  CHECK_FALSE(leaf0.settings.ports[0].uplink);
+  CHECK(leaf0.settings.ports[0].rate_gbps == 25.0);
+  CHECK(worker(d, "w2").plan.trees[0].child_id == 1);
+  CHECK(worker(d, "w3").plan.trees[0].child_id == 1);
+  CHECK(worker(d, "w1").plan.trees[0].dst_ip == leaf1.node.entries[0].ip_src);
+  CHECK(worker(d, "w1").plan.trees[0].initial_cwnd_cap == 256);  // min(leaf 256, spine 512)
+}
+
+TEST_CASE("a job under one leaf of a two-tier fabric is aggregated at that leaf") {
+  json jobs = {{"jobs", json::array({{{"id", 3}, {"workers", {"w0", "w2"}}, {"trees", 2}}})}};
+  const Deployment d = run(two_tier_cluster(4, 2, 2, 10.0), jobs);
+  CHECK(d.trees[0].root == "leaf0");
+  CHECK(d.trees[1].root == "leaf0");
+  CHECK(sw(d, "spine0").node.entries.empty());
+}
+
+TEST_CASE("shares: equal per (job, tree) entry by default, by weight on request") {
+  json cluster = single_switch_cluster(6, 10.0);
+  json jobs = {{"jobs", json::array({{{"id", 1}, {"workers", {"w0", "w1", "w2"}}, {"weight", 3}},
+                                     {{"id", 2}, {"workers", {"w3", "w4", "w5"}}, {"weight", 1}}})}};
+  Deployment d = run(cluster, jobs);
+  auto& e = sw(d, "s0").node.entries;
+  REQUIRE(e.size() == 2);
+  CHECK(e[0].slot_count == 256);
+  CHECK(e[1].slot_count == 256);
+  CHECK(worker(d, "w4").plan.trees[0].child_id == 1);
+  CHECK(worker(d, "w4").plan.rank == 1);
+
+  jobs["shares"] = "weighted";
+  d = run(cluster, jobs);
+  CHECK(sw(d, "s0").node.entries[0].slot_count == 384);  // 512 * 3/4
+  CHECK(sw(d, "s0").node.entries[1].slot_count == 128);
+  CHECK(sw(d, "s0").node.entries[1].slot_base == 384);
+
+  cluster["packet_memory"] = 100;
+  jobs["shares"] = "equal";
+  jobs["jobs"][0]["trees"] = 3;  // 4 entries: 25 slots each
+  d = run(cluster, jobs);
+  for (const auto& en : sw(d, "s0").node.entries) CHECK(en.slot_count == 25);
+}
+
+TEST_CASE("written files read back through the config and plan parsers") {
+  const Deployment d = run(two_tier_cluster(4, 2, 2, 10.0), one_job(4, 2));
+  const std::string dir = (std::filesystem::temp_directory_path() / "panama-test-controller").string();
+  std::filesystem::remove_all(dir);
+  write_deployment(d, dir);
+  for (const auto& s : d.switches) {
+    const config::NodeConfig back = config::load_node_config(dir + "/" + s.node.node + ".json");
+    CHECK(back.entries.size() == s.node.entries.size());
+    const pswitch::PswitchSettings ps = pswitch::settings_from_json(back.pswitch);
+    CHECK(pswitch::settings_to_json(ps) == s.node.pswitch);
+  }
+  for (const auto& w : d.workers) CHECK(runtime::load_plan(dir + "/" + w.host + ".plan.json") == w.plan);
+  CHECK(std::filesystem::exists(dir + "/deployment.json"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("invalid topologies and jobs are rejected with a clear message") {
+  const json good = single_switch_cluster(4, 10.0);
+  auto err = [](const json& c, const json& j) { return [c, j] { run(c, j); }; };
+  json c = good;
+  c["links"].push_back({{"a", "w9"}, {"b", "s0"}});
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("unknown node 'w9'"));
+  c = good;
+  c["pswitches"].push_back("s1");
+  c["links"].push_back({{"a", "w0"}, {"b", "s1"}});
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("host 'w0' has a second link"));
+  c = good;
+  c["hosts"].push_back("w4");
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("host 'w4' has no link"));
+  c = good;
+  c["links"].push_back({{"a", "w0"}, {"b", "w1"}});
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("not to each other"));
+  c = good;
+  c["pswitches"].push_back("s1");
+  c["hosts"].push_back("w4");
+  c["links"].push_back({{"a", "w4"}, {"b", "s1"}});
+  c["links"].push_back({{"a", "s0"}, {"b", "s1"}});
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("joins two leaf PSwitches"));
+  CHECK_THROWS_WITH(err(good, one_job(5, 1))(), Contains("worker 'w4' is not a host"));
+  CHECK_THROWS_WITH(err(good, one_job(4, 0))(), Contains("trees"));
+  json jobs = one_job(4, 1);
+  jobs["jobs"].push_back({{"id", 1}, {"workers", {"w0"}}});
+  CHECK_THROWS_WITH(err(good, jobs)(), Contains("job id 1 is used twice"));
+  jobs["jobs"][1]["id"] = 2;
+  CHECK_THROWS_WITH(err(good, jobs)(), Contains("host 'w0' already runs a worker"));
+  c = good;
+  c["packet_memory"] = 3;
+  CHECK_THROWS_WITH(err(c, one_job(4, 4))(), Contains("no slot"));
+  c = good;
+  c["lnks"] = json::array();
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("cluster.lnks: unknown key"));
+  // Two leaves and a spine that reaches only one of them.
+  json t = two_tier_cluster(4, 2, 1, 10.0);
+  t["links"].erase(t["links"].size() - 1);  // drop leaf1 - spine0
+  CHECK_THROWS_WITH(err(t, one_job(4, 1))(), Contains("no spine PSwitch is linked to all of them"));
+  json bad_prob = good;
+  bad_prob["port_defaults"] = {{"loss", 1.5}};
+  CHECK_THROWS_WITH(err(bad_prob, one_job(4, 1))(), Contains("probability"));
+  json bad_epp = one_job(4, 1);
+  bad_epp["elems_per_packet"] = 100000;
+  CHECK_THROWS_WITH(err(good, bad_epp)(), Contains("elems_per_packet"));
+}
