@@ -1,0 +1,16 @@
+// Backend entry points used by open_device() and list_devices().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "panama/driver/device.hpp"
+
+namespace panama::driver::detail {
+
+// `target` is what follows "xrt:": a device index or a PCIe BDF.
+std::unique_ptr<Device> open_xrt_device(const std::string& target, const OpenOptions& options);
+std::vector<DeviceListing> list_xrt_devices(std::string* note);
+
+}  // namespace panama::driver::detail

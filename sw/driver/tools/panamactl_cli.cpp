@@ -1,0 +1,314 @@
+// panamactl: an xbutil-style tool for PANAMA engines. Every command works on
+// a card (xrt:<n>) and on the simulation backend (sim, sim:rtl, sim:model)
+// alike; the simulation keeps its state in a file between commands.
+#include "panamactl_cli.hpp"
+
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "panama/driver/device.hpp"
+#include "panama/driver/simulation.hpp"
+#include "panama/driver/xclbin.hpp"
+#include "panama/engine_counters.hpp"
+#include "panama/node_config.hpp"
+#include "panama/regmap.hpp"
+
+namespace panama::driver {
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string default_sim_state() {
+  const char* run = std::getenv("XDG_RUNTIME_DIR");
+  if (run && *run) return std::string(run) + "/panama-sim.state";
+  return "/tmp/panama-sim-" + std::to_string(::getuid()) + ".state";
+}
+
+struct Options {
+  std::string device;
+  std::string sim_state;
+  bool json = false;
+};
+
+std::unique_ptr<Device> open(const Options& o, OpenMode mode) {
+  OpenOptions oo;
+  oo.mode = mode;
+  oo.sim_state = o.sim_state == "none" ? std::string() : o.sim_state;
+  return open_device(o.device, oo);
+}
+
+std::string image_text(const std::optional<XclbinInfo>& x) {
+  if (!x) return "none";
+  const auto k = x->panama_kernel();
+  return uuid_to_string(x->uuid) + " " + x->platform + (k ? " " + k->kernel + ":" + k->compute_unit : "");
+}
+
+void cmd_list(const Options& o, std::ostream& out) {
+  std::string note;
+  const auto devices = list_devices(&note);
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& d : devices) j.push_back({{"device", d.spec}, {"description", d.description}});
+    nlohmann::json doc = {{"devices", j}};
+    if (!note.empty()) doc["note"] = note;
+    out << doc.dump(2) << "\n";
+    return;
+  }
+  for (const auto& d : devices) out << fmt::format("{:<10} {}\n", d.spec, d.description);
+  if (!note.empty()) out << "note: " << note << "\n";
+}
+
+void cmd_status(const Options& o, std::ostream& out) {
+  auto dev = open(o, OpenMode::kReadOnly);
+  const std::string desc = dev->description();
+  const auto image = dev->loaded_xclbin();
+  const Status s = dev->status();
+  const Identity& id = s.identity;
+  if (o.json) {
+    nlohmann::json j = {{"device", dev->spec()},
+                        {"description", desc},
+                        {"id", fmt::format("0x{:08X}", id.id)},
+                        {"version", fmt::format("{}.{}", id.version_major, id.version_minor)},
+                        {"num_entries", id.num_entries},
+                        {"num_slots", id.num_slots},
+                        {"slot_elems", id.slot_elems},
+                        {"enabled", s.enabled},
+                        {"udp_port", s.udp_port}};
+    j["image"] = image ? nlohmann::json(image_text(image)) : nlohmann::json(nullptr);
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("{:<12} {}\n", "device", dev->spec());
+  out << fmt::format("{:<12} {}\n", "backend", desc);
+  out << fmt::format("{:<12} {}\n", "image", image_text(image));
+  out << fmt::format("{:<12} PNMA (0x{:08X}), register map {}.{}\n", "identity", id.id, id.version_major,
+                     id.version_minor);
+  out << fmt::format("{:<12} {} table entries, {} slots of {} fp32 elements\n", "capacity", id.num_entries,
+                     id.num_slots, id.slot_elems);
+  out << fmt::format("{:<12} {}, UDP port {}\n", "engine", s.enabled ? "enabled" : "disabled (pass-through)",
+                     s.udp_port);
+}
+
+void print_counters(Device& dev, const std::vector<config::EntryConfig>& entries, bool json, bool watching,
+                    std::ostream& out) {
+  const config::CounterSnapshot snap = config::read_counters(dev, entries);
+  if (json) {
+    nlohmann::json j = config::counters_to_json(snap);
+    j["device"] = dev.spec();
+    if (watching) j["time"] = static_cast<int64_t>(std::time(nullptr));
+    out << (watching ? j.dump() : j.dump(2)) << "\n";
+  } else {
+    if (watching) {
+      const std::time_t now = std::time(nullptr);
+      char when[32];
+      std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+      out << "--- " << dev.spec() << " at " << when << " ---\n";
+    }
+    out << config::format_counters_table(snap);
+  }
+  out.flush();
+}
+
+}  // namespace
+
+int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "panamactl: program, configure and inspect PANAMA aggregation engines on Alveo cards (XRT) "
+      "or in simulation",
+      "panamactl"};
+  app.require_subcommand(1);
+  app.fallthrough();  // -d and --sim-state also after the command, as with xbutil
+  Options o;
+  o.device = env_or("PANAMA_DEVICE", "xrt:0");
+  o.sim_state = env_or("PANAMA_SIM_STATE", default_sim_state());
+  app.add_option("-d,--device", o.device,
+                 "xrt:<index>, xrt:<bdf>, sim (RTL engine when built, else the model), sim:rtl or sim:model "
+                 "[env PANAMA_DEVICE]")
+      ->capture_default_str();
+  app.add_option("--sim-state", o.sim_state,
+                 "file that keeps a simulated engine's state between commands, or \"none\" "
+                 "[env PANAMA_SIM_STATE]")
+      ->capture_default_str();
+
+  auto* list = app.add_subcommand("list", "list the cards XRT sees and the simulation backends");
+  list->add_flag("--json", o.json, "JSON output");
+
+  auto* status = app.add_subcommand("status", "show identity, capacity, state and loaded image");
+  status->add_flag("--json", o.json, "JSON output");
+
+  std::string xclbin;
+  auto* program = app.add_subcommand("program", "load an xclbin and check the engine's identity");
+  program->add_option("xclbin", xclbin, "the .xclbin file")->required()->check(CLI::ExistingFile);
+
+  std::string config_path;
+  auto* apply = app.add_subcommand("apply", "apply a node configuration file (entries, shares, addresses)");
+  apply->add_option("config", config_path, "node configuration JSON (docs/configuration.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  double interval = 1.0;
+  unsigned count = 0;
+  bool watch = false;
+  auto* counters = app.add_subcommand("counters", "show the engine's counters");
+  counters->add_flag("--json", o.json, "JSON output (one document per line when watching)");
+  counters->add_option("-c,--config", config_path, "node configuration: adds its entries' counters")
+      ->check(CLI::ExistingFile);
+  counters->add_flag("-w,--watch", watch, "refresh until interrupted (or --count times)");
+  counters->add_option("--interval", interval, "seconds between refreshes when watching")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
+  counters->add_option("--count", count, "refreshes when watching (0: until interrupted)")
+      ->capture_default_str();
+
+  auto* clear = app.add_subcommand("clear", "zero every counter");
+  auto* reset = app.add_subcommand("reset", "disable every entry, empty every slot, zero every counter");
+  auto* enable = app.add_subcommand("enable", "aggregate PANAMA frames (CONTROL.ENABLE = 1)");
+  auto* disable = app.add_subcommand("disable", "pass every frame through untouched (CONTROL.ENABLE = 0)");
+
+  std::string pcap_in, pcap_out;
+  auto* send =
+      app.add_subcommand("send", "simulation only: run the frames of a pcap file through the engine");
+  send->add_option("pcap", pcap_in, "input capture (Ethernet)")->required()->check(CLI::ExistingFile);
+  send->add_option("-o,--out", pcap_out, "write the frames the engine sends to this capture");
+
+  std::string image_out, flavor = "rtl", platform = "xilinx_u280_gen3x16_xdma_1_202211_1";
+  auto* make = app.add_subcommand("make-xclbin",
+                                  "write a test xclbin: the PANAMA kernel's IP layout, no bitstream "
+                                  "(for XRT's no-op device and the simulation backend)");
+  make->add_option("out", image_out, "output file")->required();
+  make->add_option("--kernel", flavor, "rtl or hls")
+      ->check(CLI::IsMember({"rtl", "hls"}))
+      ->capture_default_str();
+  make->add_option("--platform", platform, "platform VBNV recorded in the header")->capture_default_str();
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? 0 : 2;
+  }
+
+  try {
+    if (*list) {
+      cmd_list(o, out);
+    } else if (*status) {
+      cmd_status(o, out);
+    } else if (*program) {
+      auto dev = open(o, OpenMode::kControl);
+      dev->program(xclbin);
+      const Identity id = dev->identity();
+      out << fmt::format("{}: programmed {} ({}), engine {}.{} with {} entries and {} slots\n", dev->spec(),
+                         xclbin, image_text(dev->loaded_xclbin()), id.version_major, id.version_minor,
+                         id.num_entries, id.num_slots);
+    } else if (*apply) {
+      const config::NodeConfig cfg = config::load_node_config(config_path);
+      auto dev = open(o, OpenMode::kControl);
+      dev->apply(cfg);
+      uint32_t slots = 0;
+      for (const auto& e : cfg.entries) slots += e.slot_count;
+      out << fmt::format("{}: applied node {}: {} entries, {} slots, UDP port {}; verified by read-back\n",
+                         dev->spec(), cfg.node, cfg.entries.size(), slots, cfg.engine.udp_port);
+    } else if (*counters) {
+      std::vector<config::EntryConfig> entries;
+      if (!config_path.empty()) entries = config::load_node_config(config_path).entries;
+      if (!watch) {
+        auto dev = open(o, OpenMode::kReadOnly);
+        print_counters(*dev, entries, o.json, false, out);
+      } else {
+        // Reopen on every refresh: a simulated engine's state changes in
+        // other processes, and a card may be reprogrammed meanwhile.
+        for (unsigned i = 0; count == 0 || i < count; ++i) {
+          if (i > 0) std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+          auto dev = open(o, OpenMode::kReadOnly);
+          print_counters(*dev, entries, o.json, true, out);
+        }
+      }
+    } else if (*clear || *reset || *enable || *disable) {
+      auto dev = open(o, OpenMode::kControl);
+      if (*clear) dev->clear_counters();
+      if (*reset) dev->reset();
+      if (*enable || *disable) dev->set_enabled(enable->parsed());
+      out << fmt::format("{}: {}\n", dev->spec(),
+                         *clear    ? "counters cleared"
+                         : *reset  ? "engine reset"
+                         : *enable ? "enabled"
+                                   : "disabled");
+    } else if (*send) {
+      auto dev = open(o, OpenMode::kControl);
+      auto* sim = dynamic_cast<SimulationDevice*>(dev.get());
+      if (!sim)
+        throw DriverError(ErrorKind::kUnsupported, "send works on the simulation backend only (-d sim)");
+      char errbuf[PCAP_ERRBUF_SIZE];
+      std::unique_ptr<pcap_t, void (*)(pcap_t*)> in(pcap_open_offline(pcap_in.c_str(), errbuf), pcap_close);
+      if (!in) throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": " + errbuf);
+      if (pcap_datalink(in.get()) != DLT_EN10MB) {
+        throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": not an Ethernet capture");
+      }
+      std::unique_ptr<pcap_t, void (*)(pcap_t*)> dead(nullptr, pcap_close);
+      std::unique_ptr<pcap_dumper_t, void (*)(pcap_dumper_t*)> dump(nullptr, pcap_dump_close);
+      if (!pcap_out.empty()) {
+        dead.reset(pcap_open_dead(DLT_EN10MB, 65535));
+        dump.reset(pcap_dump_open(dead.get(), pcap_out.c_str()));
+        if (!dump) throw DriverError(ErrorKind::kInvalidArgument, pcap_out + ": " + pcap_geterr(dead.get()));
+      }
+      pcap_pkthdr* h;
+      const u_char* data;
+      uint64_t frames = 0, sent = 0, partial = 0;
+      int rc;
+      while ((rc = pcap_next_ex(in.get(), &h, &data)) == 1) {
+        ++frames;
+        if (h->caplen < h->len) ++partial;  // snapped frames go in as captured; the engine judges them
+        for (const Frame& f : sim->send_frame(data, h->caplen)) {
+          ++sent;
+          if (dump) {
+            pcap_pkthdr oh = *h;
+            oh.caplen = oh.len = static_cast<uint32_t>(f.size());
+            pcap_dump(reinterpret_cast<u_char*>(dump.get()), &oh, f.data());
+          }
+        }
+        if (frames % 10000 == 0) err << "send: " << frames << " frames\n";
+      }
+      if (rc == -1) throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": " + pcap_geterr(in.get()));
+      out << fmt::format("{}: {} frames in, {} frames out{}{}\n", dev->spec(), frames, sent,
+                         partial ? fmt::format(" ({} captured shorter than on the wire)", partial) : "",
+                         pcap_out.empty() ? "" : ", written to " + pcap_out);
+    } else if (*make) {
+      const auto image = build_xclbin(
+          panama_xclbin_spec(flavor == "rtl" ? KernelFlavor::kRtl : KernelFlavor::kHls, platform));
+      std::ofstream f(image_out, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
+      f.close();
+      if (!f) throw DriverError(ErrorKind::kInvalidArgument, image_out + ": cannot write");
+      const XclbinInfo info = parse_xclbin(image, image_out);
+      out << fmt::format("{}: test xclbin {} for {} with {} (IP layout only, no bitstream)\n", image_out,
+                         uuid_to_string(info.uuid), platform, info.panama_kernel()->xrt_ip_name());
+    }
+  } catch (const DriverError& e) {
+    err << "panamactl: " << to_string(e.kind()) << ": " << e.what() << "\n";
+    return 1;
+  } catch (const config::ConfigError& e) {
+    err << "panamactl: configuration: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    err << "panamactl: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace panama::driver
