@@ -118,6 +118,11 @@ TEST_CASE("to_json writes every key and reads back to the same configuration") {
   const NodeConfig again = parse_node_config(out, "again.json");
   CHECK(to_json(again) == out);
 
+  const std::string text = format_node_config(cfg);
+  INFO(text);
+  CHECK(text.find("\"children\": [0, 1, 5],") != std::string::npos);
+  CHECK(json::parse(text) == out);
+
   const std::string path = temp_path("save.json");
   save_node_config(cfg, path);
   const NodeConfig loaded = load_node_config(path);

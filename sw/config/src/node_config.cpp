@@ -289,10 +289,44 @@ json to_json(const NodeConfig& cfg) {
   return doc;
 }
 
+std::string format_node_config(const NodeConfig& cfg) {
+  // Keys in the documented order, a few related keys per line: easier to read
+  // and diff than one key per line in alphabetical order.
+  const auto str = [](const std::string& v) { return json(v).dump(); };
+  std::string out = "{\n";
+  out += fmt::format("  \"node\": {},\n", str(cfg.node));
+  out += fmt::format("  \"engine\": {{ \"udp_port\": {} }},\n", cfg.engine.udp_port);
+  out += "  \"entries\": [";
+  for (size_t i = 0; i < cfg.entries.size(); ++i) {
+    const EntryConfig& e = cfg.entries[i];
+    std::string children;
+    for (uint8_t c : e.children) children += (children.empty() ? "" : ", ") + std::to_string(c);
+    out += i == 0 ? "\n" : ",\n";
+    out += fmt::format(
+        "    {{ \"index\": {}, \"job\": {}, \"tree\": {}, \"root\": {}, \"fan_in\": {}, \"children\": [{}],\n"
+        "      \"slot_base\": {}, \"slot_count\": {}, \"out_child_id\": {},\n"
+        "      \"eth_src\": {}, \"eth_dst\": {},\n"
+        "      \"ip_src\": {}, \"ip_dst\": {}, \"udp_src\": {}, \"udp_dst\": {},\n"
+        "      \"ttl\": {}, \"dscp\": {} }}",
+        e.index, e.job, e.tree, e.root, e.fan_in, children, e.slot_base, e.slot_count, e.out_child_id,
+        str(format_mac(e.eth_src)), str(format_mac(e.eth_dst)), str(format_ipv4(e.ip_src)),
+        str(format_ipv4(e.ip_dst)), e.udp_src, e.udp_dst, e.ttl, e.dscp);
+  }
+  out += cfg.entries.empty() ? "]" : "\n  ]";
+  if (!cfg.pswitch.is_null()) {
+    std::string ps = cfg.pswitch.dump(2);
+    for (size_t pos = ps.find('\n'); pos != std::string::npos; pos = ps.find('\n', pos + 1))
+      ps.insert(pos + 1, "  ");
+    out += ",\n  \"pswitch\": " + ps;
+  }
+  out += "\n}\n";
+  return out;
+}
+
 void save_node_config(const NodeConfig& cfg, const std::string& path) {
   std::ofstream out(path);
   if (!out) throw ConfigError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-  out << to_json(cfg).dump(2) << "\n";
+  out << format_node_config(cfg);
   out.flush();
   if (!out) throw ConfigError(fmt::format("{}: write failed", path));
 }

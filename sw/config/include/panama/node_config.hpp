@@ -79,7 +79,11 @@ void validate_node_config(const NodeConfig& cfg, const std::string& origin);
 // Every key written explicitly, so the file reads the same to every consumer.
 nlohmann::json to_json(const NodeConfig& cfg);
 
-// Writes to_json(cfg) to `path` (pretty-printed). Throws ConfigError.
+// The file text for `cfg`: the keys of to_json in the documented order,
+// a few related keys per line.
+std::string format_node_config(const NodeConfig& cfg);
+
+// Writes format_node_config(cfg) to `path`. Throws ConfigError.
 void save_node_config(const NodeConfig& cfg, const std::string& path);
 
 // "02:00:00:00:00:10" and "10.0.0.1" <-> binary; parse_* return false on bad text.
