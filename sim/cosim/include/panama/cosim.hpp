@@ -1,0 +1,83 @@
+// Co-simulation of the RTL engine against the HLS C++ model: traffic
+// generation (seeded), table configuration, the frame-by-frame and counter
+// comparison, and pcap input/output for failing or recorded traffic.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "panama/rtl_engine.hpp"
+
+namespace panama::cosim {
+
+using Frame = std::vector<uint8_t>;
+
+// One register write; addr == kBarrier marks a point where the traffic is
+// split (the writes after it run between two segments of frames).
+struct RegWrite {
+  uint32_t addr;
+  uint32_t value;
+};
+
+// A test scenario: configuration, then segments of frames with register
+// writes between them (enable/disable, counter clears, table changes).
+struct Scenario {
+  uint64_t seed = 0;
+  std::vector<RegWrite> setup;
+  std::vector<std::vector<Frame>> segments;
+  std::vector<std::vector<RegWrite>> between;  // between[i] runs after segments[i]
+  size_t frame_count() const;
+};
+
+struct TrafficOptions {
+  uint32_t frames = 2000;   // frames in the scenario
+  uint32_t max_elems = 64;  // usual largest element count (some frames go up to a full slot)
+  double malformed = 0.08;  // fraction of malformed PANAMA frames
+  double foreign = 0.06;    // fraction of non-PANAMA and result-down frames
+  double duplicate = 0.08;  // fraction of frames sent again
+  double retransmission = 0.06;
+  bool register_changes = true;  // register writes between segments
+};
+
+// A random scenario: several jobs and trees, interleaved, with duplicates,
+// retransmissions, malformed and foreign frames.
+Scenario random_scenario(uint64_t seed, const TrafficOptions& opt);
+
+// Line-rate scenario: `jobs` entries, every frame `frame_bytes` long (a
+// PANAMA frame of that size), round-robin over jobs and children so that
+// consecutive frames often hit the same slot.
+Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames);
+
+// A scenario from recorded frames (a pcap), with a table that aggregates
+// every (job, tree) found in it (fan-in = number of children seen).
+Scenario scenario_from_frames(const std::vector<Frame>& frames);
+
+struct CompareResult {
+  bool ok = true;
+  std::string message;  // first difference, when !ok
+  size_t frames = 0;
+  size_t emitted = 0;  // frames sent by the engines
+  CycleStats stats;    // RTL cycle figures
+};
+
+// Runs `sc` on a fresh HLS model and on `rtl` (reset first through CONTROL)
+// and compares every outcome, every emitted frame bit for bit, the entry
+// command statuses, every register and every counter.
+CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& shaping);
+
+// pcap (Ethernet link type) files.
+bool write_pcap(const std::string& path, const std::vector<Frame>& frames, std::string* error);
+bool read_pcap(const std::string& path, std::vector<Frame>* frames, std::string* error);
+
+// All frames of a scenario in order (for writing a failing run).
+std::vector<Frame> all_frames(const Scenario& sc);
+
+// Median etc. of a latency list.
+struct LatencySummary {
+  uint32_t min = 0, median = 0, max = 0;
+};
+LatencySummary summarize(std::vector<uint32_t> v);
+
+}  // namespace panama::cosim

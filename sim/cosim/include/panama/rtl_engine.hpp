@@ -1,0 +1,98 @@
+// RtlEngine: the Verilated RTL engine (hw/rtl/panama_engine.sv) behind the
+// interface of panama::Engine, so every harness that runs the HLS model (the
+// pcap tool, the driver's simulation backend, the co-simulation) can run the
+// RTL instead.
+//
+// reg_read / reg_write are real AXI4-Lite transactions; process_frame sends
+// one frame through the 512-bit AXI4-Stream input, clocks the design until it
+// is idle again and hands every emitted frame to the sink. run() streams many
+// frames back to back, the way a link delivers them, optionally with random
+// tvalid gaps and tready back-pressure, and records cycle statistics.
+//
+// The engine is built in one configuration (kTableEntries, kPacketSlots,
+// kSlotWords); ModelEngine is the HLS model with the same parameters.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "panama/engine.hpp"
+
+namespace panama::cosim {
+
+// One emitted frame or tvalid/tready pattern knob per run.
+struct StreamShaping {
+  double in_gap_probability = 0.0;     // chance that a beat is held back for a clock
+  double out_stall_probability = 0.0;  // chance that m_axis_tready is low in a clock
+  uint64_t seed = 1;
+};
+
+// Cycle figures of the runs since the last reset_stats().
+struct CycleStats {
+  uint64_t cycles = 0;                   // clocks spent streaming (run / process_frame)
+  uint64_t in_offered_cycles = 0;        // clocks with s_axis_tvalid high
+  uint64_t in_beats = 0;                 // beats accepted
+  uint64_t in_stall_cycles = 0;          // offered but not accepted, by cause below
+  uint64_t stall_in_fifo = 0;            //   input FIFO full (store and forward)
+  uint64_t stall_desc_fifo = 0;          //   descriptor FIFO full
+  uint64_t stall_other = 0;              //   anything else
+  uint64_t out_beats = 0;                // beats sent
+  uint64_t out_backpressure_cycles = 0;  // m_axis_tvalid high, tready low
+  uint64_t frames_in = 0;
+  uint64_t frames_out = 0;
+  // Per emitted frame: clocks from its input frame's first beat accepted to
+  // its first beat sent.
+  std::vector<uint32_t> latencies;
+
+  double beats_per_offered_cycle() const {
+    return in_offered_cycles ? static_cast<double>(in_beats) / static_cast<double>(in_offered_cycles) : 0.0;
+  }
+};
+
+using FrameSink = std::function<void(const uint8_t* data, uint32_t len)>;
+
+class RtlEngine {
+ public:
+  static constexpr uint32_t kTableEntries = PANAMA_RTL_NUM_ENTRIES;
+  static constexpr uint32_t kPacketSlots = PANAMA_RTL_NUM_SLOTS;
+  static constexpr uint32_t kSlotWords = PANAMA_RTL_SLOT_WORDS;
+  using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords>;
+
+  // `vcd_path`: write a waveform (only when built with PANAMA_RTL_TRACE).
+  explicit RtlEngine(const std::string& vcd_path = "");
+  ~RtlEngine();
+  RtlEngine(const RtlEngine&) = delete;
+  RtlEngine& operator=(const RtlEngine&) = delete;
+
+  uint32_t reg_read(uint32_t addr);
+  void reg_write(uint32_t addr, uint32_t value);
+
+  // The same contract as Engine::process_frame; the outcome comes from the
+  // engine's decision status port.
+  template <class Sink>
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink) {
+    return process_frame_fn(frame, len, FrameSink([&sink](const uint8_t* d, uint32_t n) { sink(d, n); }));
+  }
+  EngineOutcome process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink);
+
+  // Streams `frames` back to back (shaped by set_shaping), waits until the
+  // engine is idle, and returns one outcome per frame in order.
+  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink);
+
+  void set_shaping(const StreamShaping& s);
+  const CycleStats& stats() const;
+  void reset_stats();
+  uint64_t cycle() const;  // clocks since construction
+
+  // Clocks without progress after which a run is declared hung (an error).
+  void set_hang_limit(uint64_t cycles);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace panama::cosim

@@ -1,0 +1,606 @@
+// Co-simulation scenarios and the RTL-versus-model comparison (cosim.hpp).
+#include "panama/cosim.hpp"
+
+#include <pcap/pcap.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include "panama/regmap.hpp"
+#include "panama/wire.hpp"
+
+namespace panama::cosim {
+
+namespace {
+
+using namespace panama::regmap;
+
+constexpr uint32_t kEntries = RtlEngine::kTableEntries;
+constexpr uint32_t kSlots = RtlEngine::kPacketSlots;
+constexpr uint32_t kSlotCapacity = RtlEngine::kSlotWords * wire::kLanes;
+
+struct EntrySpec {
+  uint16_t job = 0;
+  uint8_t tree = 0;
+  bool root = false;
+  uint32_t fan_in = 1;
+  std::vector<uint16_t> children;
+  uint32_t slot_base = 0;
+  uint32_t slot_count = 1;
+  uint32_t lo = 0;  // lowest sequence number the workers still send
+};
+
+void push_entry(std::vector<RegWrite>& w, uint32_t index, const EntrySpec& e, bool enabled,
+                std::mt19937_64& rng, uint64_t mask_override = 0) {
+  uint64_t mask = 0;
+  for (uint16_t c : e.children) mask |= uint64_t{1} << c;
+  if (mask_override) mask = mask_override;
+  w.push_back({kEKey, e.job | (uint32_t{e.tree} << 16)});
+  w.push_back({kEFlags, (enabled ? kEntryFlagEnable : 0) | (e.root ? kEntryFlagRoot : 0)});
+  w.push_back({kEFanIn, e.fan_in});
+  w.push_back({kEChildMaskLo, static_cast<uint32_t>(mask)});
+  w.push_back({kEChildMaskHi, static_cast<uint32_t>(mask >> 32)});
+  w.push_back({kESlotBase, e.slot_base});
+  w.push_back({kESlotCount, e.slot_count});
+  w.push_back({kEOutChildId, static_cast<uint32_t>(rng() & 0xFFFF)});
+  w.push_back({kEEthDstLo, static_cast<uint32_t>(rng())});
+  w.push_back({kEEthDstHi, static_cast<uint32_t>(rng() & 0xFFFF)});
+  w.push_back({kEEthSrcLo, static_cast<uint32_t>(rng())});
+  w.push_back({kEEthSrcHi, static_cast<uint32_t>(rng() & 0xFFFF)});
+  w.push_back({kEIpSrc, static_cast<uint32_t>(rng())});
+  w.push_back({kEIpDst, static_cast<uint32_t>(rng())});
+  w.push_back({kEUdpPorts, static_cast<uint32_t>(rng())});
+  w.push_back({kEIpTtlDscp, static_cast<uint32_t>(rng() & 0x3FFF)});
+  w.push_back({kEntryIndex, index});
+  w.push_back({kEntryCmd, kCmdCommit});
+}
+
+uint32_t random_float_bits(std::mt19937_64& rng) {
+  const uint32_t r = static_cast<uint32_t>(rng());
+  switch (rng() % 16) {
+    case 0:
+      return r & 0x807FFFFFu;  // subnormal or zero
+    case 1:
+      return (r & 0x80000000u) | 0x7F800000u;  // infinity
+    case 2:
+      return 0x7F800000u | (r & 0x807FFFFFu) | 1u;  // NaN with payload
+    case 3:
+      return (r & 0x80000000u);  // signed zero
+    case 4:
+      return (r & 0x80000000u) | 0x7F7FFF00u | (r & 0xFFu);  // near the largest finite
+    default: {
+      // Moderate magnitudes: sums stay finite and round in every way.
+      const uint32_t exp = 100 + static_cast<uint32_t>(rng() % 50);
+      return (r & 0x807FFFFFu) | (exp << 23);
+    }
+  }
+}
+
+Frame make_frame(const wire::Header& h, std::mt19937_64& rng) {
+  std::vector<uint32_t> payload(h.elem_count);
+  for (auto& p : payload) p = random_float_bits(rng);
+  Frame f(wire::frame_length(h.elem_count));
+  const uint32_t n = wire::build_frame(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+  f.resize(n);
+  return f;
+}
+
+wire::Header base_header(uint16_t job, uint8_t tree, uint16_t child, uint32_t seq, uint16_t elems,
+                         uint16_t port, std::mt19937_64& rng) {
+  wire::Header h{};
+  for (int i = 0; i < 6; ++i) {
+    h.eth_dst[i] = static_cast<uint8_t>(rng());
+    h.eth_src[i] = static_cast<uint8_t>(rng());
+  }
+  h.dscp = static_cast<uint8_t>(rng() & 0x3F);
+  const uint32_t e = rng() % 8;
+  h.ecn = e == 0 ? wire::kEcnCe : (e == 1 ? wire::kEcnNotEct : (e == 2 ? wire::kEcnEct1 : wire::kEcnEct0));
+  h.ttl = static_cast<uint8_t>(rng());
+  h.ip_id = static_cast<uint16_t>(rng());
+  h.ip_src = static_cast<uint32_t>(rng());
+  h.ip_dst = static_cast<uint32_t>(rng());
+  h.udp_src = static_cast<uint16_t>(rng());
+  h.udp_dst = port;
+  h.version = wire::kVersion;
+  h.type = static_cast<uint8_t>(wire::PacketType::kAggregateUp);
+  h.job_id = job;
+  h.tree_id = tree;
+  h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
+  h.child_id = child;
+  h.seq = seq;
+  h.cwnd_cap = static_cast<uint16_t>(rng() % 4 == 0 ? 0xFFFF : rng() % 40);
+  h.elem_count = elems;
+  return h;
+}
+
+void fix_ip_checksum(Frame& f) {
+  if (f.size() < wire::kIpOffset + wire::kIpHeaderBytes) return;
+  wire::store_be16(f.data() + wire::kIpChecksum, 0);
+  wire::store_be16(f.data() + wire::kIpChecksum, wire::ipv4_header_checksum(f.data() + wire::kIpOffset));
+}
+
+// One of the ways a PANAMA frame can be broken (wire.hpp FrameClass).
+void corrupt(Frame& f, std::mt19937_64& rng) {
+  switch (rng() % 11) {
+    case 0:  // truncated: anywhere from inside the headers to one byte short
+      f.resize(38 + rng() % (f.size() - 38));
+      break;
+    case 1:
+      f[wire::kIpChecksum] ^= static_cast<uint8_t>(1 + rng() % 255);
+      break;
+    case 2:
+      f[wire::kIpFlagsFrag] |= 0x20;  // more fragments
+      fix_ip_checksum(f);
+      break;
+    case 3:
+      f[wire::kPanamaVersion] = static_cast<uint8_t>(2 + rng() % 200);
+      break;
+    case 4:
+      f[wire::kPanamaType] = static_cast<uint8_t>(rng() % 2 ? 0 : 4 + rng() % 250);
+      break;
+    case 5:
+      f[wire::kPanamaElemType] = static_cast<uint8_t>(2 + rng() % 200);
+      break;
+    case 6:
+      wire::store_be16(f.data() + wire::kPanamaElemCount, 0);
+      break;
+    case 7:
+      wire::store_be16(f.data() + wire::kIpTotalLen,
+                       static_cast<uint16_t>(wire::load_be16(f.data() + wire::kIpTotalLen) + 4));
+      fix_ip_checksum(f);
+      break;
+    case 8:
+      wire::store_be16(f.data() + wire::kUdpLength,
+                       static_cast<uint16_t>(wire::load_be16(f.data() + wire::kUdpLength) - 4));
+      break;
+    case 9:
+      f.resize(wire::kMaxFrameBytes + 1 + rng() % 300, 0xA5);
+      break;  // oversize
+    default:
+      wire::store_be16(f.data() + wire::kIpFlagsFrag, static_cast<uint16_t>(0x0001 + rng() % 0x1000));
+      fix_ip_checksum(f);  // a non-first fragment: not PANAMA, passes
+      break;
+  }
+}
+
+Frame foreign_frame(std::mt19937_64& rng, uint16_t port) {
+  switch (rng() % 5) {
+    case 0: {  // random bytes
+      Frame f(1 + rng() % 300);
+      for (auto& b : f) b = static_cast<uint8_t>(rng());
+      return f;
+    }
+    case 1: {  // IPv4 TCP
+      wire::Header h = base_header(1, 0, 0, 0, static_cast<uint16_t>(1 + rng() % 20), port, rng);
+      Frame f = make_frame(h, rng);
+      f[wire::kIpProto] = 6;
+      fix_ip_checksum(f);
+      return f;
+    }
+    case 2: {  // UDP to another port
+      wire::Header h = base_header(1, 0, 0, 0, static_cast<uint16_t>(1 + rng() % 20),
+                                   static_cast<uint16_t>(port + 1 + rng() % 100), rng);
+      return make_frame(h, rng);
+    }
+    case 3: {  // a result on its way down
+      wire::Header h =
+          base_header(static_cast<uint16_t>(rng()), static_cast<uint8_t>(rng() % 4), 0,
+                      static_cast<uint32_t>(rng() % 100), static_cast<uint16_t>(1 + rng() % 40), port, rng);
+      h.type = static_cast<uint8_t>(wire::PacketType::kResultDown);
+      return make_frame(h, rng);
+    }
+    default: {  // another ethertype
+      Frame f(60 + rng() % 100);
+      for (auto& b : f) b = static_cast<uint8_t>(rng());
+      f[12] = 0x86;
+      f[13] = 0xDD;
+      return f;
+    }
+  }
+}
+
+// Element count every child uses for (entry, seq), so contributions agree.
+uint16_t elems_for(uint32_t entry, uint32_t seq, uint32_t max_elems, uint64_t seed) {
+  uint64_t h = (seed ^ (uint64_t{entry} << 40) ^ seq) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  if (h % 29 == 0) return static_cast<uint16_t>(1 + (h >> 8) % std::min<uint32_t>(kSlotCapacity, 2288));
+  return static_cast<uint16_t>(1 + (h >> 8) % max_elems);
+}
+
+}  // namespace
+
+size_t Scenario::frame_count() const {
+  size_t n = 0;
+  for (const auto& s : segments) n += s.size();
+  return n;
+}
+
+std::vector<Frame> all_frames(const Scenario& sc) {
+  std::vector<Frame> out;
+  for (const auto& s : sc.segments) out.insert(out.end(), s.begin(), s.end());
+  return out;
+}
+
+Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  Scenario sc;
+  sc.seed = seed;
+  sc.setup.push_back({kControl, kControlReset | kControlEnable});
+  uint16_t port = wire::kDefaultUdpPort;
+  if (rng() % 4 == 0) {
+    port = static_cast<uint16_t>(10000 + rng() % 1000);
+    sc.setup.push_back({kUdpPort, port});
+  }
+
+  // Table: a few entries over disjoint slot ranges, small shares so that
+  // generations turn over quickly.
+  const uint32_t n_entries = 2 + static_cast<uint32_t>(rng() % (kEntries - 1));
+  std::vector<EntrySpec> entries;
+  std::set<uint32_t> keys;
+  uint32_t next_slot = 0;
+  for (uint32_t i = 0; i < n_entries && next_slot < kSlots; ++i) {
+    EntrySpec e;
+    do {
+      e.job = static_cast<uint16_t>(rng() % 6);
+      e.tree = static_cast<uint8_t>(rng() % 3);
+    } while (keys.count(e.job | (uint32_t{e.tree} << 16)));
+    keys.insert(e.job | (uint32_t{e.tree} << 16));
+    e.root = rng() % 2;
+    const uint32_t n_children = 1 + static_cast<uint32_t>(rng() % 6);
+    std::set<uint16_t> ch;
+    while (ch.size() < n_children) ch.insert(static_cast<uint16_t>(rng() % 64));
+    e.children.assign(ch.begin(), ch.end());
+    e.fan_in = 1 + static_cast<uint32_t>(rng() % n_children);
+    e.slot_base = next_slot + static_cast<uint32_t>(rng() % 2);
+    e.slot_count = 1 + static_cast<uint32_t>(rng() % 6);
+    if (e.slot_base + e.slot_count > kSlots) break;
+    next_slot = e.slot_base + e.slot_count;
+    push_entry(sc.setup, i, e, true, rng);
+    entries.push_back(e);
+  }
+  // Commands that must fail, each with its own status code.
+  {
+    EntrySpec bad = entries[0];
+    push_entry(sc.setup, kEntries - 1, bad, true, rng);  // duplicate key or overlap
+    bad.fan_in = 0;
+    push_entry(sc.setup, kEntries - 1, bad, true, rng);  // bad fan-in
+    bad = entries[0];
+    bad.slot_base = kSlots - 1;
+    bad.slot_count = 2;
+    push_entry(sc.setup, kEntries - 1, bad, true, rng);  // slot range
+    sc.setup.push_back({kEntryIndex, kEntries});
+    sc.setup.push_back({kEntryCmd, kCmdCommit});  // bad index
+    sc.setup.push_back({kEntryCmd, 9});           // bad command
+    sc.setup.push_back({kEntryIndex, 0});
+    sc.setup.push_back({kEntryCmd, kCmdLoad});
+  }
+
+  const uint32_t n_segments = opt.register_changes ? 1 + static_cast<uint32_t>(rng() % 3) : 1;
+  sc.segments.resize(n_segments);
+  sc.between.resize(n_segments);
+  std::vector<Frame> recent;
+  for (uint32_t f = 0; f < opt.frames; ++f) {
+    const uint32_t seg = static_cast<uint32_t>(uint64_t{f} * n_segments / opt.frames);
+    Frame fr;
+    const double r = unit(rng);
+    if (r < opt.foreign) {
+      fr = foreign_frame(rng, port);
+    } else if (r < opt.foreign + opt.duplicate && !recent.empty()) {
+      fr = recent[rng() % recent.size()];
+    } else {
+      const uint32_t ei = static_cast<uint32_t>(rng() % entries.size());
+      EntrySpec& e = entries[ei];
+      uint16_t job = e.job;
+      uint8_t tree = e.tree;
+      if (rng() % 50 == 0) job = static_cast<uint16_t>(100 + rng() % 100);  // unknown entry
+      uint16_t child = e.children[rng() % e.children.size()];
+      if (rng() % 40 == 0) child = static_cast<uint16_t>(rng() % 70);  // maybe not allowed
+      const uint32_t seq = e.lo + static_cast<uint32_t>(rng() % (2 * e.slot_count + 2));
+      uint16_t elems = elems_for(ei, seq, opt.max_elems, seed);
+      if (rng() % 60 == 0) elems = static_cast<uint16_t>(elems % opt.max_elems + 1);  // count mismatch
+      wire::Header h = base_header(job, tree, child, seq, elems, port, rng);
+      if (unit(rng) < opt.retransmission) h.type = static_cast<uint8_t>(wire::PacketType::kRetransmission);
+      fr = make_frame(h, rng);
+      if (rng() % 30 == 0) fr.resize(fr.size() + 1 + rng() % 100, 0x5A);  // trailing bytes: still valid
+      if (unit(rng) < opt.malformed / (1.0 - opt.foreign - opt.duplicate)) corrupt(fr, rng);
+      if (rng() % 6 == 0) e.lo += static_cast<uint32_t>(rng() % (e.slot_count + 1));
+      recent.push_back(fr);
+      if (recent.size() > 32) recent.erase(recent.begin());
+    }
+    sc.segments[seg].push_back(std::move(fr));
+  }
+  // Register changes between segments.
+  for (uint32_t s = 0; s + 1 < n_segments; ++s) {
+    auto& w = sc.between[s];
+    switch (rng() % 4) {
+      case 0:
+        w.push_back({kControl, kControlEnable | kControlClearCounters});
+        break;
+      case 1:
+        w.push_back({kControl, 0});
+        break;  // disabled: everything passes through
+      case 2: {
+        const uint32_t i = static_cast<uint32_t>(rng() % entries.size());
+        w.push_back({kEntryIndex, i});
+        w.push_back({kEntryCmd, kCmdDisable});
+        break;
+      }
+      default: {
+        const uint32_t i = static_cast<uint32_t>(rng() % entries.size());
+        push_entry(w, i, entries[i], true, rng);  // re-commit: clears its slots and counters
+        break;
+      }
+    }
+  }
+  if (n_segments > 1) sc.between[n_segments - 2].push_back({kControl, kControlEnable});
+  return sc;
+}
+
+Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames) {
+  std::mt19937_64 rng(frame_bytes * 7919ull + jobs);
+  Scenario sc;
+  sc.seed = 0;
+  sc.setup.push_back({kControl, kControlReset | kControlEnable});
+  const uint32_t fan_in = 4;
+  const uint32_t share = kSlots / jobs;
+  for (uint32_t j = 0; j < jobs; ++j) {
+    EntrySpec e;
+    e.job = static_cast<uint16_t>(j);
+    e.tree = 0;
+    e.fan_in = fan_in;
+    e.children = {0, 1, 2, 3};
+    e.slot_base = j * share;
+    e.slot_count = share;
+    push_entry(sc.setup, j, e, true, rng);
+  }
+  const uint16_t elems = static_cast<uint16_t>((frame_bytes - wire::kPayloadOffset) / 4);
+  sc.segments.resize(1);
+  sc.between.resize(1);
+  uint32_t seq = 0;
+  while (sc.segments[0].size() < frames) {
+    for (uint32_t j = 0; j < jobs && sc.segments[0].size() < frames; ++j) {
+      for (uint16_t c = 0; c < fan_in && sc.segments[0].size() < frames; ++c) {
+        wire::Header h = base_header(static_cast<uint16_t>(j), 0, c, seq, elems, wire::kDefaultUdpPort, rng);
+        sc.segments[0].push_back(make_frame(h, rng));
+      }
+    }
+    ++seq;
+  }
+  return sc;
+}
+
+Scenario scenario_from_frames(const std::vector<Frame>& frames) {
+  std::mt19937_64 rng(1);
+  Scenario sc;
+  sc.setup.push_back({kControl, kControlReset | kControlEnable});
+  std::map<uint32_t, std::set<uint16_t>> seen;
+  for (const auto& f : frames) {
+    wire::Header h;
+    if (wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), wire::kDefaultUdpPort, h) ==
+        wire::FrameClass::kOk) {
+      if (h.child_id < 64) seen[h.job_id | (uint32_t{h.tree_id} << 16)].insert(h.child_id);
+    }
+  }
+  const uint32_t n = std::min<uint32_t>(kEntries, static_cast<uint32_t>(seen.size()));
+  uint32_t i = 0;
+  for (const auto& [key, children] : seen) {
+    if (i == n) break;
+    EntrySpec e;
+    e.job = static_cast<uint16_t>(key);
+    e.tree = static_cast<uint8_t>(key >> 16);
+    e.children.assign(children.begin(), children.end());
+    e.fan_in = static_cast<uint32_t>(children.size());
+    e.slot_count = kSlots / n;
+    e.slot_base = i * e.slot_count;
+    push_entry(sc.setup, i, e, true, rng);
+    ++i;
+  }
+  sc.segments.push_back(frames);
+  sc.between.resize(1);
+  return sc;
+}
+
+namespace {
+
+std::string hex_diff(const Frame& a, const Frame& b) {
+  std::ostringstream o;
+  o << "lengths " << a.size() << " (model) and " << b.size() << " (rtl)";
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    if (a[i] != b[i]) {
+      o << ", first difference at byte " << i << ": model 0x" << std::hex << int{a[i]} << " rtl 0x"
+        << int{b[i]} << std::dec;
+      break;
+    }
+  }
+  return o.str();
+}
+
+template <class E>
+void apply_writes(E& eng, const std::vector<RegWrite>& w, std::vector<uint32_t>* statuses) {
+  for (const auto& r : w) {
+    eng.reg_write(r.addr, r.value);
+    if (r.addr == kEntryCmd) statuses->push_back(eng.reg_read(kEntryStatus));
+  }
+}
+
+// Every register and counter, read the way a driver reads them.
+template <class E>
+std::vector<uint32_t> read_all(E& eng) {
+  std::vector<uint32_t> v;
+  for (uint32_t a = 0; a < kGlobalCounterBase; a += 4) v.push_back(eng.reg_read(a));
+  for (uint32_t c = 0; c < kNumGlobalCounters; ++c) {
+    v.push_back(eng.reg_read(global_counter_addr(c)));
+    v.push_back(eng.reg_read(global_counter_addr(c) + 4));
+  }
+  for (uint32_t e = 0; e < kEntries; ++e) {
+    for (uint32_t c = 0; c < kNumEntryCounters; ++c) {
+      v.push_back(eng.reg_read(entry_counter_addr(e, c)));
+      v.push_back(eng.reg_read(entry_counter_addr(e, c) + 4));
+    }
+  }
+  return v;
+}
+
+std::string reg_name(size_t i) {
+  std::ostringstream o;
+  const size_t plain = kGlobalCounterBase / 4;
+  if (i < plain) {
+    o << "register 0x" << std::hex << 4 * i;
+  } else if (i < plain + 2 * kNumGlobalCounters) {
+    o << "global counter " << kGlobalCounterNames[(i - plain) / 2]
+      << ((i - plain) % 2 ? " (high)" : " (low)");
+  } else {
+    const size_t k = i - plain - 2 * kNumGlobalCounters;
+    o << "entry " << k / (2 * kNumEntryCounters) << " counter "
+      << kEntryCounterNames[(k / 2) % kNumEntryCounters] << (k % 2 ? " (high)" : " (low)");
+  }
+  return o.str();
+}
+
+}  // namespace
+
+CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& shaping) {
+  CompareResult res;
+  auto model = std::make_unique<RtlEngine::ModelEngine>();
+  rtl.set_shaping(shaping);
+  rtl.reset_stats();
+  std::vector<uint32_t> ms, rs;
+  apply_writes(*model, sc.setup, &ms);
+  apply_writes(rtl, sc.setup, &rs);
+  auto fail = [&](const std::string& m) {
+    res.ok = false;
+    std::ostringstream o;
+    o << "seed " << sc.seed << ": " << m;
+    res.message = o.str();
+    res.stats = rtl.stats();
+    return res;
+  };
+  if (ms != rs) return fail("entry command statuses differ after set-up");
+
+  size_t base = 0;
+  for (size_t s = 0; s < sc.segments.size(); ++s) {
+    const auto& frames = sc.segments[s];
+    std::vector<Frame> mout, rout;
+    std::vector<EngineOutcome> moc;
+    auto msink = [&](const uint8_t* d, uint32_t n) { mout.emplace_back(d, d + n); };
+    for (const auto& f : frames)
+      moc.push_back(model->process_frame(f.data(), static_cast<uint32_t>(f.size()), msink));
+    const std::vector<EngineOutcome> roc =
+        rtl.run(frames, [&](const uint8_t* d, uint32_t n) { rout.emplace_back(d, d + n); });
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const EngineOutcome& a = moc[i];
+      const EngineOutcome& b = roc[i];
+      const bool dropped = a.action == EngineAction::kDropped;
+      if (a.action != b.action || a.entry != b.entry || (dropped && a.drop_counter != b.drop_counter)) {
+        std::ostringstream o;
+        o << "frame " << base + i << " (" << frames[i].size() << " bytes): model action "
+          << static_cast<int>(a.action) << " counter " << a.drop_counter << " entry " << a.entry
+          << ", rtl action " << static_cast<int>(b.action) << " counter " << b.drop_counter << " entry "
+          << b.entry;
+        return fail(o.str());
+      }
+    }
+    if (mout.size() != rout.size()) {
+      std::ostringstream o;
+      o << "segment " << s << ": model sent " << mout.size() << " frames, rtl " << rout.size();
+      return fail(o.str());
+    }
+    for (size_t i = 0; i < mout.size(); ++i) {
+      if (mout[i] != rout[i]) {
+        std::ostringstream o;
+        o << "segment " << s << " emitted frame " << i << " differs: " << hex_diff(mout[i], rout[i]);
+        return fail(o.str());
+      }
+    }
+    res.emitted += mout.size();
+    base += frames.size();
+    ms.clear();
+    rs.clear();
+    apply_writes(*model, sc.between[s], &ms);
+    apply_writes(rtl, sc.between[s], &rs);
+    if (ms != rs) return fail("entry command statuses differ between segments");
+  }
+  const auto mr = read_all(*model);
+  const auto rr = read_all(rtl);
+  for (size_t i = 0; i < mr.size(); ++i) {
+    if (mr[i] != rr[i]) {
+      std::ostringstream o;
+      o << reg_name(i) << ": model " << mr[i] << " rtl " << rr[i];
+      return fail(o.str());
+    }
+  }
+  res.frames = base;
+  res.stats = rtl.stats();
+  return res;
+}
+
+bool write_pcap(const std::string& path, const std::vector<Frame>& frames, std::string* error) {
+  pcap_t* p = pcap_open_dead(DLT_EN10MB, 65535);
+  if (!p) {
+    if (error) *error = "pcap_open_dead failed";
+    return false;
+  }
+  pcap_dumper_t* d = pcap_dump_open(p, path.c_str());
+  if (!d) {
+    if (error) *error = std::string("cannot write ") + path + ": " + pcap_geterr(p);
+    pcap_close(p);
+    return false;
+  }
+  uint32_t t = 0;
+  for (const auto& f : frames) {
+    pcap_pkthdr h{};
+    h.ts.tv_sec = 0;
+    h.ts.tv_usec = t++;
+    h.caplen = h.len = static_cast<uint32_t>(f.size());
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, f.data());
+  }
+  pcap_dump_close(d);
+  pcap_close(p);
+  return true;
+}
+
+bool read_pcap(const std::string& path, std::vector<Frame>* frames, std::string* error) {
+  char err[PCAP_ERRBUF_SIZE] = {};
+  pcap_t* p = pcap_open_offline(path.c_str(), err);
+  if (!p) {
+    if (error) *error = std::string("cannot read ") + path + ": " + err;
+    return false;
+  }
+  if (pcap_datalink(p) != DLT_EN10MB) {
+    if (error)
+      *error = path + ": not an Ethernet capture (link type " + std::to_string(pcap_datalink(p)) + ")";
+    pcap_close(p);
+    return false;
+  }
+  pcap_pkthdr* h;
+  const u_char* data;
+  int rc;
+  while ((rc = pcap_next_ex(p, &h, &data)) == 1) {
+    if (h->caplen == 0) continue;
+    frames->emplace_back(data, data + h->caplen);
+  }
+  if (rc == PCAP_ERROR) {
+    if (error) *error = path + ": " + pcap_geterr(p);
+    pcap_close(p);
+    return false;
+  }
+  pcap_close(p);
+  return true;
+}
+
+LatencySummary summarize(std::vector<uint32_t> v) {
+  LatencySummary s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v[v.size() / 2];
+  return s;
+}
+
+}  // namespace panama::cosim
