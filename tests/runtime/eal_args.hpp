@@ -15,7 +15,7 @@ namespace panama::test {
 inline std::vector<std::string> test_eal_args() {
   std::vector<std::string> a = {"--no-huge",
                                 "-m",
-                                "512",
+                                "1024",
                                 "--no-pci",
                                 "--no-telemetry",
                                 "-l",

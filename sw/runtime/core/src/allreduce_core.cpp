@@ -18,6 +18,7 @@ struct AllreduceCore::Op {
   size_t chunks = 0;
   size_t remaining = 0;
   OpStatus status = OpStatus::kPending;
+  bool released = false;  // forget it as soon as it finishes
   std::string error;
 };
 
@@ -104,6 +105,7 @@ AllreduceCore::AllreduceCore(const Plan& plan) : plan_(plan) {
 AllreduceCore::~AllreduceCore() = default;
 
 OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
+  collect_released();
   const OpId id = next_op_++;
   auto op = std::make_unique<Op>();
   op->id = id;
@@ -153,6 +155,7 @@ void AllreduceCore::finish(Op& op, OpStatus st, const std::string& err) {
   op.status = st;
   op.error = err;
   --pending_;
+  if (op.released) finished_released_.push_back(op.id);
   if (st == OpStatus::kDone) {
     ++totals_.ops_completed;
   } else {
@@ -173,7 +176,17 @@ std::string AllreduceCore::op_error(OpId id) const {
 
 void AllreduceCore::release(OpId id) {
   auto it = ops_.find(id);
-  if (it != ops_.end() && it->second->status != OpStatus::kPending) ops_.erase(it);
+  if (it == ops_.end()) return;
+  if (it->second->status != OpStatus::kPending) {
+    ops_.erase(it);
+  } else {
+    it->second->released = true;
+  }
+}
+
+void AllreduceCore::collect_released() {
+  for (OpId id : finished_released_) ops_.erase(id);
+  finished_released_.clear();
 }
 
 void AllreduceCore::fail_all(const std::string& reason) {
@@ -263,6 +276,7 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
 }
 
 uint32_t AllreduceCore::poll(uint64_t now_ns, FrameOut& out, uint32_t max_frames) {
+  collect_released();
   if (failed()) return 0;
   uint32_t budget = max_frames;
   for (auto& t : trees_) {

@@ -163,9 +163,9 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
     if (!parse_port_id(config.name, id) || !rte_eth_dev_is_valid_port(id)) {
       std::string avail;
       for (const std::string& n : eal_->port_names()) avail += (avail.empty() ? "" : ", ") + n;
-      throw DpdkError("DPDK port \"" + config.name + "\" not found (available: " +
-                      (avail.empty() ? std::string("none; pass --vdev=... in the EAL arguments") : avail) +
-                      ")");
+      throw DpdkPortNotFound(
+          "DPDK port \"" + config.name + "\" not found (available: " +
+          (avail.empty() ? std::string("none; pass --vdev=... in the EAL arguments") : avail) + ")");
     }
   }
   if (g.ports_in_use.count(id))

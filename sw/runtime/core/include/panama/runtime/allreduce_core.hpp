@@ -112,7 +112,12 @@ class AllreduceCore {
   std::string op_error(OpId id) const;  // why it failed ("" otherwise)
   void release(OpId id);                // forget a finished op
   size_t pending_ops() const { return pending_; }
+  size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
+  // Fails every unfinished allreduce and all later ones with `reason`.
+  void abort(const std::string& reason) {
+    if (!failed()) fail_all(reason);
+  }
   bool failed() const { return !fail_reason_.empty(); }
   const std::string& failure() const { return fail_reason_; }
 
@@ -144,12 +149,14 @@ class AllreduceCore {
   bool handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget);
   void handle_result(Tree& t, const wire::Header& h, const uint8_t* payload, uint64_t now_ns);
   void fail_all(const std::string& reason);
+  void collect_released();
   void finish(Op& op, OpStatus st, const std::string& err);
 
   Plan plan_;
   std::vector<std::unique_ptr<Tree>> trees_;
   int16_t tree_index_[256];
   std::unordered_map<OpId, std::unique_ptr<Op>> ops_;
+  std::vector<OpId> finished_released_;
   OpId next_op_ = 1;
   size_t pending_ = 0;
   size_t rr_ = 0;  // round-robin start tree for sending

@@ -29,6 +29,12 @@ class DpdkError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The named port does not exist (the message lists the ports that do).
+class DpdkPortNotFound : public DpdkError {
+ public:
+  using DpdkError::DpdkError;
+};
+
 // The process's DPDK environment abstraction layer. DPDK allows one
 // rte_eal_init per process, so initialize() initialises it on the first call
 // and returns the same object afterwards (when called with the same
@@ -66,7 +72,7 @@ struct PortConfig {
   std::string name;  // device name (e.g. "net_memif0") or a decimal port id
   uint16_t rx_descriptors = 1024;
   uint16_t tx_descriptors = 1024;
-  uint32_t mbufs = 4095;            // mempool size (a power of two minus one is best)
+  uint32_t mbufs = 2047;            // mempool size (a power of two minus one is best)
   uint32_t max_frame_bytes = 9216;  // every mbuf holds one frame this long in one segment
   bool promiscuous = true;          // PANAMA frames use made-up MACs in virtual set-ups
   unsigned link_wait_ms = 0;        // wait this long for link up in the constructor (0: don't)

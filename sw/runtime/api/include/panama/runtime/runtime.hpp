@@ -1,0 +1,141 @@
+// The PANAMA allreduce API (C++).
+//
+//   auto rt = panama::runtime::Runtime::create({"--no-huge", "-m", "256", "--no-pci",
+//                                               "--vdev=net_memif0,role=client,socket=/tmp/s"});
+//   auto comm = rt->communicator(panama::runtime::load_plan("worker0.json"));
+//   comm->allreduce(grad.data(), grad.size());               // blocking, in place
+//   auto h = comm->allreduce_async(other.data(), other.size());
+//   ...; h.wait();                                            // or h.test()
+//
+// A Runtime owns the process's DPDK EAL (shared), the ports it opened and a
+// progress engine: a background thread that polls every port in bursts,
+// hands result frames to the communicator of their job, and lets each
+// communicator's protocol core send what its windows allow. Several
+// communicators (jobs) can share a port; each has several allreduces in
+// flight. Errors are exceptions (RuntimeError, PlanError, DpdkError) with a
+// message saying what went wrong; nothing aborts the process, and a job that
+// cannot finish fails after its retry budget instead of hanging.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "panama/runtime/allreduce_core.hpp"
+#include "panama/runtime/dpdk.hpp"
+#include "panama/runtime/plan.hpp"
+
+namespace panama::runtime {
+
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct RuntimeOptions {
+  // Poll in a background thread (default). Without it, progress happens only
+  // inside wait()/test()/allreduce() calls.
+  bool progress_thread = true;
+  // The thread sleeps this long after a pass that found nothing to do, so an
+  // idle worker does not burn a core (0: busy-poll like a DPDK example).
+  unsigned idle_sleep_us = 20;
+  PortConfig port;  // template for the ports opened (name filled per port)
+};
+
+struct RuntimeCounters {
+  uint64_t rx_frames = 0;
+  uint64_t rx_results = 0;      // result-down frames handed to a communicator
+  uint64_t rx_unknown_job = 0;  // result-down frames of a job with no communicator here
+  uint64_t rx_other = 0;        // anything else received (dropped)
+  uint64_t rx_oversize = 0;     // frames longer than the port's max frame (dropped)
+  uint64_t tx_frames = 0;
+  uint64_t tx_busy = 0;  // times the TX queue was full (frames kept and retried)
+};
+
+namespace detail {
+struct Shared;
+struct CommState;
+}  // namespace detail
+
+// Completion handle of an asynchronous allreduce.
+// Move-only; destroying it forgets the allreduce's record (the allreduce
+// itself goes on if unfinished; its buffer must stay valid until it ends).
+class AllreduceHandle {
+ public:
+  AllreduceHandle() = default;
+  ~AllreduceHandle();
+  AllreduceHandle(AllreduceHandle&& o) noexcept : comm_(std::move(o.comm_)), id_(o.id_) {}
+  AllreduceHandle& operator=(AllreduceHandle&& o) noexcept;
+  AllreduceHandle(const AllreduceHandle&) = delete;
+  AllreduceHandle& operator=(const AllreduceHandle&) = delete;
+  // True when finished (successfully or not); drives progress if there is no thread.
+  bool test();
+  // Blocks until finished; throws RuntimeError with the reason if it failed.
+  void wait();
+  // Like wait() but gives up after `timeout`; returns false then (the op goes on).
+  bool wait_for(std::chrono::milliseconds timeout);
+  OpStatus status() const;
+  std::string error() const;
+  bool valid() const { return comm_ != nullptr; }
+
+ private:
+  friend class Communicator;
+  AllreduceHandle(std::shared_ptr<detail::CommState> c, OpId id) : comm_(std::move(c)), id_(id) {}
+  std::shared_ptr<detail::CommState> comm_;
+  OpId id_ = 0;
+};
+
+class Communicator {
+ public:
+  ~Communicator();  // unfinished allreduces fail with "communicator destroyed"
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // In-place allreduce (sum) of `count` floats; blocks until done. Throws
+  // RuntimeError when the job fails (e.g. retry budget exhausted).
+  void allreduce(float* data, size_t count);
+  // Starts an allreduce and returns at once; `data` must stay valid and
+  // untouched until the handle reports completion. Every worker of the job
+  // must issue the same sizes in the same order.
+  AllreduceHandle allreduce_async(float* data, size_t count);
+
+  CommStats stats() const;
+  const Plan& plan() const;
+  const std::string& device() const;
+
+ private:
+  friend class Runtime;
+  explicit Communicator(std::shared_ptr<detail::CommState> s) : state_(std::move(s)) {}
+  std::shared_ptr<detail::CommState> state_;
+};
+
+class Runtime {
+ public:
+  // Initialises the EAL with `eal_args` (or joins it when this process already
+  // did with the same arguments). Throws DpdkError.
+  static std::unique_ptr<Runtime> create(const std::vector<std::string>& eal_args,
+                                         RuntimeOptions options = {});
+  static std::unique_ptr<Runtime> create(std::shared_ptr<DpdkEal> eal, RuntimeOptions options = {});
+  ~Runtime();  // stops the progress thread; live communicators fail their pending ops
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // A communicator for `plan` on DPDK port `device` (plan.device when empty).
+  // The port is opened on first use and shared. Throws PlanError (bad plan),
+  // DpdkPortNotFound / DpdkError (port), RuntimeError (job already has a
+  // communicator on that port, no device named).
+  std::unique_ptr<Communicator> communicator(const Plan& plan, const std::string& device = "");
+
+  std::shared_ptr<DpdkEal> eal() const;
+  RuntimeCounters counters() const;
+  PortCounters port_counters(const std::string& device) const;
+
+ private:
+  explicit Runtime(std::shared_ptr<detail::Shared> s) : shared_(std::move(s)) {}
+  std::shared_ptr<detail::Shared> shared_;
+};
+
+}  // namespace panama::runtime

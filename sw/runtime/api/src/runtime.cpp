@@ -1,0 +1,380 @@
+// The allreduce API: Runtime (EAL, ports, progress engine), Communicator,
+// AllreduceHandle.
+#include "panama/runtime/runtime.hpp"
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace panama::runtime {
+namespace detail {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Frames the protocol core writes go straight into mbufs; they are sent in
+// bursts. Frames the TX queue did not take stay queued for the next flush,
+// and a full queue makes begin_frame fail, which the core treats as
+// back-pressure (it sends them later).
+class MbufOut : public FrameOut {
+ public:
+  static constexpr uint16_t kBurst = 64;
+  explicit MbufOut(DpdkPort& port, RuntimeCounters& counters) : port_(port), counters_(counters) {}
+  ~MbufOut() override { DpdkPort::free_bulk(pending_, n_); }
+
+  uint8_t* begin_frame(uint32_t len) override {
+    if (n_ == kBurst && flush() == 0 && n_ == kBurst) return nullptr;
+    uint8_t* d = nullptr;
+    cur_ = port_.alloc_frame(len, &d);
+    return cur_ ? d : nullptr;
+  }
+  void end_frame(uint32_t) override { pending_[n_++] = cur_; }
+
+  uint16_t flush() {
+    if (n_ == 0) return 0;
+    const uint16_t sent = port_.tx_burst(pending_, n_);
+    counters_.tx_frames += sent;
+    if (sent < n_) ++counters_.tx_busy;
+    std::copy(pending_ + sent, pending_ + n_, pending_);
+    n_ = static_cast<uint16_t>(n_ - sent);
+    return sent;
+  }
+
+ private:
+  DpdkPort& port_;
+  RuntimeCounters& counters_;
+  rte_mbuf* pending_[kBurst];
+  uint16_t n_ = 0;
+  rte_mbuf* cur_ = nullptr;
+};
+
+struct PortState {
+  std::unique_ptr<DpdkPort> port;
+  std::string requested_name;
+  std::vector<CommState*> comms;
+  std::unique_ptr<MbufOut> out;
+  std::vector<uint8_t> scratch;
+};
+
+struct CommState {
+  std::shared_ptr<Shared> shared;
+  AllreduceCore core;
+  PortState* port = nullptr;
+  std::string device;
+  CommState(std::shared_ptr<Shared> s, const Plan& p) : shared(std::move(s)), core(p) {}
+};
+
+struct Shared {
+  std::shared_ptr<DpdkEal> eal;
+  RuntimeOptions options;
+  mutable std::mutex mu;
+  std::condition_variable done_cv;  // some allreduce finished
+  std::condition_variable work_cv;  // an allreduce started, or stop
+  std::vector<std::unique_ptr<PortState>> ports;
+  RuntimeCounters counters;
+  bool stop = false;
+  std::thread thread;
+
+  size_t pending_locked() const {
+    size_t n = 0;
+    for (const auto& p : ports) {
+      for (const CommState* c : p->comms) n += c->core.pending_ops();
+    }
+    return n;
+  }
+
+  // One pass over every port: receive a burst, dispatch results, let every
+  // communicator send. Returns whether anything happened. Lock held.
+  bool pass_locked() {
+    bool did = false;
+    bool finished = false;
+    const uint64_t now = now_ns();
+    for (auto& ps : ports) {
+      rte_mbuf* burst[32];
+      const uint16_t n = ps->port->rx_burst(burst, 32);
+      counters.rx_frames += n;
+      for (uint16_t i = 0; i < n; ++i) {
+        uint32_t len = 0;
+        const uint8_t* d = DpdkPort::frame_data(burst[i], ps->scratch.data(),
+                                                static_cast<uint32_t>(ps->scratch.size()), &len);
+        if (!d) {
+          ++counters.rx_oversize;
+          continue;
+        }
+        bool consumed = false;
+        for (CommState* c : ps->comms) {
+          const size_t before = c->core.pending_ops();
+          if (c->core.on_frame(d, len, now)) {
+            consumed = true;
+            finished |= c->core.pending_ops() != before;
+            break;
+          }
+        }
+        if (consumed) {
+          ++counters.rx_results;
+        } else if (len > wire::kPanamaType && len >= wire::kPayloadOffset &&
+                   d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
+          ++counters.rx_unknown_job;
+        } else {
+          ++counters.rx_other;
+        }
+      }
+      DpdkPort::free_bulk(burst, n);
+      did |= n > 0;
+      for (CommState* c : ps->comms) {
+        if (c->core.pending_ops() == 0) continue;
+        const size_t before = c->core.pending_ops();
+        did |= c->core.poll(now, *ps->out) > 0;
+        finished |= c->core.pending_ops() != before;  // failed after its retry budget
+      }
+      did |= ps->out->flush() > 0;
+    }
+    if (finished) done_cv.notify_all();
+    return did;
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!stop) {
+      if (pending_locked() == 0) {
+        work_cv.wait(lk);
+        continue;
+      }
+      const bool did = pass_locked();
+      lk.unlock();
+      // Let API calls take the lock between passes; sleep a little when idle
+      // so a waiting worker does not occupy a whole core.
+      if (!did && options.idle_sleep_us > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(options.idle_sleep_us));
+      } else {
+        std::this_thread::yield();
+      }
+      lk.lock();
+    }
+  }
+
+  void shutdown() {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      if (stop) return;
+      stop = true;
+      for (auto& p : ports) {
+        for (CommState* c : p->comms) {
+          c->core.abort("the runtime was shut down");
+          c->port = nullptr;
+        }
+        p->comms.clear();
+      }
+    }
+    work_cv.notify_all();
+    done_cv.notify_all();
+    if (thread.joinable()) thread.join();
+    std::lock_guard<std::mutex> lk(mu);
+    ports.clear();
+  }
+};
+
+}  // namespace detail
+
+using detail::CommState;
+using detail::Shared;
+
+// ------------------------------------------------------------------ Runtime
+
+std::unique_ptr<Runtime> Runtime::create(const std::vector<std::string>& eal_args, RuntimeOptions options) {
+  return create(DpdkEal::initialize(eal_args), std::move(options));
+}
+
+std::unique_ptr<Runtime> Runtime::create(std::shared_ptr<DpdkEal> eal, RuntimeOptions options) {
+  if (!eal) throw RuntimeError("Runtime needs an initialised DPDK EAL");
+  auto s = std::make_shared<Shared>();
+  s->eal = std::move(eal);
+  s->options = std::move(options);
+  if (s->options.progress_thread) s->thread = std::thread([raw = s.get()] { raw->run(); });
+  return std::unique_ptr<Runtime>(new Runtime(std::move(s)));
+}
+
+Runtime::~Runtime() {
+  shared_->shutdown();
+}
+
+std::shared_ptr<DpdkEal> Runtime::eal() const {
+  return shared_->eal;
+}
+
+RuntimeCounters Runtime::counters() const {
+  std::lock_guard<std::mutex> lk(shared_->mu);
+  return shared_->counters;
+}
+
+PortCounters Runtime::port_counters(const std::string& device) const {
+  std::lock_guard<std::mutex> lk(shared_->mu);
+  for (const auto& p : shared_->ports) {
+    if (p->port->name() == device || p->requested_name == device) return p->port->counters();
+  }
+  throw RuntimeError("no port \"" + device + "\" open in this runtime");
+}
+
+std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std::string& device) {
+  validate_plan(plan);
+  const std::string dev = device.empty() ? plan.device : device;
+  if (dev.empty()) {
+    throw RuntimeError("job " + std::to_string(plan.job_id) +
+                       ": no DPDK port given (pass a device or set \"device\" in the plan)");
+  }
+  Shared& s = *shared_;
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (s.stop) throw RuntimeError("the runtime was shut down");
+  detail::PortState* ps = nullptr;
+  for (auto& p : s.ports) {
+    if (p->port->name() == dev || p->requested_name == dev) ps = p.get();
+  }
+  if (!ps) {
+    auto np = std::make_unique<detail::PortState>();
+    PortConfig pc = s.options.port;
+    pc.name = dev;
+    np->port = std::make_unique<DpdkPort>(s.eal, pc);  // throws DpdkPortNotFound / DpdkError
+    np->requested_name = dev;
+    np->out = std::make_unique<detail::MbufOut>(*np->port, s.counters);
+    np->scratch.resize(np->port->max_frame_bytes());
+    ps = np.get();
+    s.ports.push_back(std::move(np));
+  }
+  if (wire::frame_length(plan.elems_per_packet) > ps->port->max_frame_bytes()) {
+    throw RuntimeError("job " + std::to_string(plan.job_id) + ": elems_per_packet " +
+                       std::to_string(plan.elems_per_packet) + " makes " +
+                       std::to_string(wire::frame_length(plan.elems_per_packet)) +
+                       "-byte frames, more than port " + ps->port->name() + " carries (" +
+                       std::to_string(ps->port->max_frame_bytes()) + ")");
+  }
+  for (const CommState* c : ps->comms) {
+    if (c->core.plan().job_id == plan.job_id && c->core.plan().udp_port == plan.udp_port) {
+      throw RuntimeError("job " + std::to_string(plan.job_id) + " already has a communicator on port " +
+                         ps->port->name());
+    }
+  }
+  auto cs = std::make_shared<CommState>(shared_, plan);
+  cs->port = ps;
+  cs->device = ps->port->name();
+  ps->comms.push_back(cs.get());
+  return std::unique_ptr<Communicator>(new Communicator(std::move(cs)));
+}
+
+// ------------------------------------------------------------- Communicator
+
+Communicator::~Communicator() {
+  Shared& s = *state_->shared;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    state_->core.abort("the communicator was destroyed");
+    if (state_->port) {
+      auto& v = state_->port->comms;
+      v.erase(std::remove(v.begin(), v.end(), state_.get()), v.end());
+      state_->port = nullptr;
+    }
+  }
+  s.done_cv.notify_all();
+}
+
+AllreduceHandle Communicator::allreduce_async(float* data, size_t count) {
+  Shared& s = *state_->shared;
+  OpId id;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    id = state_->core.start(data, count, detail::now_ns());
+  }
+  s.work_cv.notify_all();
+  return AllreduceHandle(state_, id);
+}
+
+void Communicator::allreduce(float* data, size_t count) {
+  allreduce_async(data, count).wait();
+}
+
+CommStats Communicator::stats() const {
+  std::lock_guard<std::mutex> lk(state_->shared->mu);
+  return state_->core.stats();
+}
+
+const Plan& Communicator::plan() const {
+  return state_->core.plan();
+}
+const std::string& Communicator::device() const {
+  return state_->device;
+}
+
+// ----------------------------------------------------------- AllreduceHandle
+
+AllreduceHandle::~AllreduceHandle() {
+  if (!comm_) return;
+  std::lock_guard<std::mutex> lk(comm_->shared->mu);
+  comm_->core.release(id_);  // no-op while unfinished
+}
+
+AllreduceHandle& AllreduceHandle::operator=(AllreduceHandle&& o) noexcept {
+  if (this != &o) {
+    AllreduceHandle old(std::move(*this));
+    comm_ = std::move(o.comm_);
+    id_ = o.id_;
+  }
+  return *this;
+}
+
+bool AllreduceHandle::test() {
+  if (!comm_) throw RuntimeError("test() on an empty allreduce handle");
+  Shared& s = *comm_->shared;
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!s.options.progress_thread && !s.stop && comm_->core.status(id_) == OpStatus::kPending) s.pass_locked();
+  return comm_->core.status(id_) != OpStatus::kPending;
+}
+
+bool AllreduceHandle::wait_for(std::chrono::milliseconds timeout) {
+  if (!comm_) throw RuntimeError("wait() on an empty allreduce handle");
+  Shared& s = *comm_->shared;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lk(s.mu);
+  auto done = [&] { return comm_->core.status(id_) != OpStatus::kPending; };
+  if (s.options.progress_thread) {
+    if (!s.done_cv.wait_until(lk, until, done)) return false;
+  } else {
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      if (!s.pass_locked() && s.options.idle_sleep_us > 0) {
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(s.options.idle_sleep_us));
+        lk.lock();
+      }
+    }
+  }
+  if (comm_->core.status(id_) == OpStatus::kFailed) {
+    throw RuntimeError("allreduce failed: " + comm_->core.op_error(id_));
+  }
+  return true;
+}
+
+void AllreduceHandle::wait() {
+  while (!wait_for(std::chrono::hours(24))) {
+  }
+}
+
+OpStatus AllreduceHandle::status() const {
+  if (!comm_) return OpStatus::kFailed;
+  std::lock_guard<std::mutex> lk(comm_->shared->mu);
+  return comm_->core.status(id_);
+}
+
+std::string AllreduceHandle::error() const {
+  if (!comm_) return "empty allreduce handle";
+  std::lock_guard<std::mutex> lk(comm_->shared->mu);
+  return comm_->core.op_error(id_);
+}
+
+}  // namespace panama::runtime
