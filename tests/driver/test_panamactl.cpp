@@ -1,0 +1,203 @@
+// panamactl's argument handling and output formats, run in-process against
+// the simulation backend (and XRT's no-op device for the card paths).
+#include <pcap/pcap.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "panama/node_config.hpp"
+#include "panamactl_cli.hpp"
+#include "support/frames.hpp"
+
+using namespace panama;
+using panama::test::contribution;
+using panama::test::make_frame;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+Run ctl(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = driver::panamactl_main(args, out, err);
+  UNSCOPED_INFO("panamactl exit " << code << "\nstdout:\n" << out.str() << "stderr:\n" << err.str());
+  return Run{code, out.str(), err.str()};
+}
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/panamactl-test-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+size_t count_of(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+void write_pcap(const std::string& path, const std::vector<std::vector<uint8_t>>& frames) {
+  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
+  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
+  REQUIRE(d);
+  for (const auto& f : frames) {
+    pcap_pkthdr h{};
+    h.caplen = h.len = static_cast<uint32_t>(f.size());
+    pcap_dump(reinterpret_cast<u_char*>(d), &h, f.data());
+  }
+  pcap_dump_close(d);
+  pcap_close(dead);
+}
+
+size_t pcap_frames(const std::string& path) {
+  char errbuf[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline(path.c_str(), errbuf);
+  REQUIRE(p);
+  pcap_pkthdr* h;
+  const u_char* data;
+  size_t n = 0;
+  while (pcap_next_ex(p, &h, &data) == 1) ++n;
+  pcap_close(p);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("panamactl: usage errors exit 2 with a message", "[driver][panamactl]") {
+  const Run help = ctl({"--help"});
+  CHECK(help.code == 0);
+  for (const char* cmd :
+       {"list", "status", "program", "apply", "counters", "clear", "reset", "send", "make-xclbin"}) {
+    CHECK_THAT(help.out, Catch::Contains(cmd));
+  }
+  CHECK(ctl({}).code == 2);
+  CHECK(ctl({"frobnicate"}).code == 2);
+  const Run no_file = ctl({"program", "-d", "sim"});
+  CHECK(no_file.code == 2);
+  CHECK_THAT(no_file.err, Catch::Contains("xclbin"));
+  CHECK(ctl({"program", "/no/such/file.xclbin"}).code == 2);
+  CHECK(ctl({"counters", "-d", "sim", "--interval", "-1"}).code == 2);
+  CHECK(ctl({"make-xclbin", "x.xclbin", "--kernel", "vhdl"}).code == 2);
+  CHECK(ctl({"status", "--bogus"}).code == 2);
+}
+
+TEST_CASE("panamactl: device errors exit 1 with the reason", "[driver][panamactl]") {
+  const std::string dir = temp_dir();
+  ::setenv("PANAMA_LOCK_DIR", dir.c_str(), 1);
+  const Run bad = ctl({"status", "-d", "pcie0"});
+  CHECK(bad.code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("unknown device \"pcie0\""));
+  // XRT's no-op device (set by CTest): opens, holds no PANAMA image.
+  const Run card = ctl({"status", "-d", "xrt:0"});
+  CHECK(card.code == 1);
+  CHECK_THAT(card.err, Catch::Contains("not programmed"));
+  const Run send = ctl({"send", "-d", "xrt:0", "/proc/version"});
+  CHECK(send.code == 1);
+  CHECK_THAT(send.err, Catch::Contains("simulation backend only"));
+  const Run image = ctl({"make-xclbin", dir + "/t.xclbin"});
+  REQUIRE(image.code == 0);
+  const Run program = ctl({"program", "-d", "xrt:0", dir + "/t.xclbin"});
+  CHECK(program.code == 1);
+  CHECK_THAT(program.err, Catch::Contains("Operation not permitted"));
+}
+
+TEST_CASE("panamactl: a simulated card from image to counters", "[driver][panamactl]") {
+  const std::string dir = temp_dir();
+  const std::vector<std::string> dev = {"-d", "sim:model", "--sim-state", dir + "/state"};
+  auto with = [&dev](std::vector<std::string> args) {
+    args.insert(args.end(), dev.begin(), dev.end());
+    return ctl(args);
+  };
+
+  const Run image =
+      ctl({"make-xclbin", dir + "/panama.xclbin", "--kernel", "rtl", "--platform", "xilinx_u55c"});
+  REQUIRE(image.code == 0);
+  const Run program = with({"program", dir + "/panama.xclbin"});
+  REQUIRE(program.code == 0);
+  CHECK_THAT(program.out, Catch::Contains("xilinx_u55c"));
+
+  // One entry, two children: two complete slots, one duplicate, one foreign frame.
+  config::NodeConfig cfg;
+  cfg.node = "ctl";
+  config::EntryConfig e;
+  e.job = 4;
+  e.tree = 0;
+  e.root = true;
+  e.fan_in = 2;
+  e.children = {0, 1};
+  e.slot_count = 8;
+  e.udp_src = e.udp_dst = wire::kDefaultUdpPort;
+  cfg.entries.push_back(e);
+  config::save_node_config(cfg, dir + "/node.json");
+  const Run apply = with({"apply", dir + "/node.json"});
+  REQUIRE(apply.code == 0);
+  CHECK_THAT(apply.out, Catch::Contains("1 entries") && Catch::Contains("verified"));
+
+  auto other = contribution(4, 0, 0, 0, 1);
+  other.udp_dst = 53;
+  write_pcap(
+      dir + "/in.pcap",
+      {make_frame(contribution(4, 0, 0, 0, 2), {1, 2}), make_frame(contribution(4, 0, 0, 0, 2), {1, 2}),
+       make_frame(contribution(4, 0, 1, 0, 2), {3, 4}), make_frame(other, {9}),
+       make_frame(contribution(4, 0, 1, 1, 1), {5}), make_frame(contribution(4, 0, 0, 1, 1), {6})});
+  const Run send = with({"send", dir + "/in.pcap", "-o", dir + "/out.pcap"});
+  REQUIRE(send.code == 0);
+  CHECK_THAT(send.out, Catch::Contains("6 frames in, 3 frames out"));
+  CHECK(pcap_frames(dir + "/out.pcap") == 3);
+
+  const Run json = with({"counters", "--json", "-c", dir + "/node.json"});
+  REQUIRE(json.code == 0);
+  const auto j = nlohmann::json::parse(json.out);
+  CHECK(j["global"]["frames_in"] == 6);
+  CHECK(j["global"]["passthrough"] == 1);
+  CHECK(j["global"]["aggregated"] == 4);
+  CHECK(j["global"]["emitted"] == 2);
+  CHECK(j["global"]["duplicates"] == 1);
+  REQUIRE(j["entries"].size() == 1);
+  CHECK(j["entries"][0]["counters"]["emitted"] == 2);
+
+  const Run table = with({"counters"});
+  REQUIRE(table.code == 0);
+  CHECK_THAT(table.out, Catch::Matches("(.|\n)*frames_in +6\n(.|\n)*"));
+
+  const Run watch = with({"counters", "--watch", "--count", "3", "--interval", "0"});
+  REQUIRE(watch.code == 0);
+  CHECK(count_of(watch.out, "--- sim:model at ") == 3);
+  const Run watch_json = with({"counters", "-w", "--json", "--count", "2", "--interval", "0.01"});
+  REQUIRE(watch_json.code == 0);
+  std::istringstream lines(watch_json.out);
+  std::string line;
+  int docs = 0;
+  while (std::getline(lines, line)) {
+    CHECK(nlohmann::json::parse(line)["global"]["emitted"] == 2);
+    ++docs;
+  }
+  CHECK(docs == 2);
+
+  const Run status = with({"status", "--json"});
+  REQUIRE(status.code == 0);
+  const auto s = nlohmann::json::parse(status.out);
+  CHECK(s["enabled"] == true);
+  CHECK(s["udp_port"] == wire::kDefaultUdpPort);
+  CHECK(s["id"] == "0x504E4D41");
+  CHECK(s["image"].get<std::string>().find("xilinx_u55c") != std::string::npos);
+
+  REQUIRE(with({"disable"}).code == 0);
+  CHECK_THAT(with({"status"}).out, Catch::Contains("disabled (pass-through)"));
+  REQUIRE(with({"enable"}).code == 0);
+  REQUIRE(with({"clear"}).code == 0);
+  CHECK(nlohmann::json::parse(with({"counters", "--json"}).out)["global"]["frames_in"] == 0);
+  REQUIRE(with({"reset"}).code == 0);
+  const Run list = with({"list", "--json"});
+  REQUIRE(list.code == 0);
+  bool has_model = false;
+  const auto devices = nlohmann::json::parse(list.out);
+  for (const auto& d : devices["devices"]) has_model |= d["device"] == "sim:model";
+  CHECK(has_model);
+}
