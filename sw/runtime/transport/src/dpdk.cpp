@@ -17,6 +17,7 @@
 #include <thread>
 
 #include <getopt.h>
+#include <sched.h>
 
 namespace panama::runtime {
 namespace {
@@ -83,7 +84,14 @@ std::shared_ptr<DpdkEal> DpdkEal::initialize(const std::vector<std::string>& arg
   // rte_eal_init's getopt parsing uses the global optind; reset it so an
   // earlier getopt user in the process does not make it skip arguments.
   optind = 1;
+  // rte_eal_init pins the calling thread to the main lcore's CPU, and every
+  // thread created afterwards (progress threads, the user's) would inherit
+  // that single CPU. The runtime is a library, not the whole application:
+  // give the caller its CPU set back.
+  cpu_set_t before;
+  const bool have_before = sched_getaffinity(0, sizeof before, &before) == 0;
   const int rc = rte_eal_init(static_cast<int>(argv_store.size()), argv.data());
+  if (have_before) sched_setaffinity(0, sizeof before, &before);
   optind = 1;
   if (rc < 0) {
     g.init_failed = true;

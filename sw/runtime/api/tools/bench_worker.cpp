@@ -1,0 +1,174 @@
+// panama-bench-worker: the worker's CPU cost per packet.
+//
+// --mode core (default): the protocol core alone, no network. Each frame the
+// core builds is turned into its own result (type 2, cwnd_cap 64) and fed
+// back, so one "packet" = build + send bookkeeping + result validation + copy
+// into the user's buffer + congestion control. Single thread, fixed buffers.
+// --mode ring: the full runtime (progress thread, DPDK mbufs, burst I/O)
+// through a net_ring pair to an in-process engine (single-child tree); the
+// figure then includes the engine thread, on the same cores.
+//
+// Prints ns/packet, packets/s and payload Gbit/s for each payload size.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "panama/runtime/allreduce_core.hpp"
+#include "panama/runtime/loopback_switch.hpp"
+#include "panama/runtime/runtime.hpp"
+
+using namespace panama;
+using namespace panama::runtime;
+
+namespace {
+
+Plan bench_plan(uint32_t elems, unsigned trees) {
+  Plan p;
+  p.job_id = 1;
+  p.local_mac = {0x02, 0, 0, 0, 1, 0};
+  p.local_ip = 0x0A000101u;
+  p.elems_per_packet = elems;
+  for (unsigned t = 0; t < trees; ++t) {
+    TreePlan tp;
+    tp.tree_id = static_cast<uint8_t>(t);
+    tp.dst_mac = {0x02, 0, 0, 0, 0, 0xFE};
+    tp.dst_ip = 0x0A0000FEu;
+    tp.initial_cwnd_cap = 64;
+    p.trees.push_back(tp);
+  }
+  p.congestion.initial_cwnd = 64;
+  return p;
+}
+
+// Preallocated frame buffers; every built frame is echoed back as a result.
+class EchoOut : public FrameOut {
+ public:
+  static constexpr uint32_t kSlots = 128;
+  EchoOut() : bufs_(kSlots * wire::kMaxFrameBytes) {}
+  uint8_t* begin_frame(uint32_t len) override {
+    if (n_ == kSlots || len > wire::kMaxFrameBytes) return nullptr;
+    return &bufs_[size_t{n_} * wire::kMaxFrameBytes];
+  }
+  void end_frame(uint32_t len) override {
+    uint8_t* f = &bufs_[size_t{n_} * wire::kMaxFrameBytes];
+    f[wire::kPanamaType] = static_cast<uint8_t>(wire::PacketType::kResultDown);
+    wire::store_be16(f + wire::kPanamaCwndCap, 64);
+    lens_[n_++] = len;
+  }
+  void feed(AllreduceCore& core, uint64_t now) {
+    for (uint32_t i = 0; i < n_; ++i) core.on_frame(&bufs_[size_t{i} * wire::kMaxFrameBytes], lens_[i], now);
+    n_ = 0;
+  }
+
+ private:
+  std::vector<uint8_t> bufs_;
+  uint32_t lens_[kSlots];
+  uint32_t n_ = 0;
+};
+
+void report(const char* mode, uint32_t elems, uint64_t packets, double seconds) {
+  const double ns = seconds * 1e9 / static_cast<double>(packets);
+  std::printf(
+      "%-4s payload %5u B (%4u floats): %8.1f ns/packet  %7.3f Mpps  %7.2f Gbit/s payload  (%llu packets)\n",
+      mode, elems * 4, elems, ns, packets / seconds / 1e6, packets * elems * 32.0 / seconds / 1e9,
+      static_cast<unsigned long long>(packets));
+}
+
+void bench_core(uint32_t elems, unsigned trees, size_t floats, double min_seconds) {
+  AllreduceCore core(bench_plan(elems, trees));
+  std::vector<float> buf(floats, 1.0f);
+  EchoOut out;
+  uint64_t packets = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double s = 0;
+  do {
+    core.release(core.start(buf.data(), buf.size(), 0));
+    while (core.pending_ops() > 0) {
+      core.poll(0, out, 128);
+      out.feed(core, 0);
+    }
+    packets = core.stats().packets_sent;
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (s < min_seconds);
+  if (core.stats().retransmissions != 0) std::fprintf(stderr, "warning: unexpected retransmissions\n");
+  report("core", elems, packets, s);
+}
+
+void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_seconds,
+                std::shared_ptr<DpdkEal> eal, unsigned idx) {
+  const auto names = eal->create_ring_pair("bw" + std::to_string(idx), "bs" + std::to_string(idx));
+  LoopbackSwitchConfig sc;
+  sc.ports = {names.second};
+  for (unsigned t = 0; t < trees; ++t) sc.entries.push_back({1, static_cast<uint8_t>(t), 1, 0x1, 64});
+  LoopbackSwitch sw(eal, sc);
+  RuntimeOptions o;
+  o.idle_sleep_us = 0;  // busy-poll, as a dedicated worker core would
+  auto rt = Runtime::create(eal, o);
+  auto comm = rt->communicator(bench_plan(elems, trees), names.first);
+  std::vector<float> buf(floats, 1.0f);
+  comm->allreduce(buf.data(), buf.size());  // warm-up (pools, cwnd)
+  const uint64_t before = comm->stats().packets_sent;
+  const auto t0 = std::chrono::steady_clock::now();
+  double s = 0;
+  do {
+    comm->allreduce(buf.data(), buf.size());
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } while (s < min_seconds);
+  const CommStats st = comm->stats();
+  report("ring", elems, st.packets_sent - before, s);
+  if (st.retransmissions) {
+    std::printf("      (%llu retransmissions)\n", static_cast<unsigned long long>(st.retransmissions));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"PANAMA worker CPU cost per packet"};
+  std::string mode = "core", eal = "--no-huge -m 1024 --no-pci --no-telemetry --log-level=lib.eal:error";
+  std::vector<uint32_t> payloads = {1024, 4096};
+  unsigned trees = 1;
+  size_t floats = 1 << 20;
+  double seconds = 2.0;
+  app.add_option("--mode", mode, "core (protocol core only) or ring (runtime + net_ring + engine)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"core", "ring"}));
+  app.add_option("--payload", payloads, "payload bytes per packet (multiples of 4)")->capture_default_str();
+  app.add_option("--trees", trees, "trees")->capture_default_str()->check(CLI::Range(1u, 64u));
+  app.add_option("--floats", floats, "floats per allreduce")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1}, size_t{1} << 28));
+  app.add_option("--seconds", seconds, "minimum measuring time per payload size")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600.0));
+  app.add_option("--eal", eal, "EAL arguments for --mode ring")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::shared_ptr<DpdkEal> e;
+    if (mode == "ring") {
+      std::istringstream in(eal);
+      std::vector<std::string> args;
+      for (std::string w; in >> w;) args.push_back(w);
+      e = DpdkEal::initialize(args);
+    }
+    unsigned idx = 0;
+    for (uint32_t bytes : payloads) {
+      if (bytes % 4 != 0 || bytes == 0 || bytes / 4 > wire::kMaxElemsPerFrame) {
+        std::fprintf(stderr, "error: --payload %u: must be a multiple of 4 in [4, %u]\n", bytes,
+                     4 * wire::kMaxElemsPerFrame);
+        return 2;
+      }
+      if (mode == "core") {
+        bench_core(bytes / 4, trees, floats, seconds);
+      } else {
+        bench_ring(bytes / 4, trees, floats, seconds, e, idx++);
+      }
+    }
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "error: %s\n", ex.what());
+    return 1;
+  }
+  return 0;
+}
