@@ -92,9 +92,10 @@ module panama_engine #(
     output logic      [4:0]   status_decision_counter,
     output logic      [7:0]   status_decision_entry
 );
+  // One import per line: scripts/yosys-estimate.sh inlines the packages for
+  // Yosys 0.23, which reads packages but not import statements.
   import panama_regmap_pkg::*;
   import panama_wire_pkg::*;
-
   localparam int SLOT_CAPACITY = SLOT_WORDS * LANES;
   localparam int MAX_FAN_IN = 64;
   localparam int NUM_STAGED = 16;  // E_KEY .. E_IP_TTL_DSCP
@@ -118,29 +119,30 @@ module panama_engine #(
   // Bank states.
   localparam logic [1:0] S_EMPTY = 2'd0, S_ACC = 2'd1, S_DONE = 2'd2;
 
-  function automatic logic [7:0] byte_at(input logic [511:0] beat, input int k);
-    return beat[8*k+:8];
+  // Functions in Verilog-2005 form (return by name): Yosys 0.23 reads these.
+  function automatic [7:0] byte_at(input [511:0] beat, input integer k);
+    byte_at = beat[8*k+:8];
   endfunction
-  function automatic logic [15:0] be16_at(input logic [511:0] beat, input int k);
-    return {beat[8*k+:8], beat[8*(k+1)+:8]};
+  function automatic [15:0] be16_at(input [511:0] beat, input integer k);
+    be16_at = {beat[8*k+:8], beat[8*(k+1)+:8]};
   endfunction
-  function automatic logic [31:0] be32_at(input logic [511:0] beat, input int k);
-    return {beat[8*k+:8], beat[8*(k+1)+:8], beat[8*(k+2)+:8], beat[8*(k+3)+:8]};
+  function automatic [31:0] be32_at(input [511:0] beat, input integer k);
+    be32_at = {beat[8*k+:8], beat[8*(k+1)+:8], beat[8*(k+2)+:8], beat[8*(k+3)+:8]};
   endfunction
   // RFC 1071 sum of the IPv4 header words, folded as wire.hpp folds it.
-  function automatic logic [15:0] ip_sum(input logic [511:0] beat);
-    logic [31:0] s;
+  function automatic [15:0] ip_sum(input [511:0] beat);
+    reg [31:0] s;
+    integer i;
     s = 32'd0;
-    for (int i = 0; i < 10; i++) s = s + {16'd0, be16_at(beat, IP_OFFSET + 2 * i)};
+    for (i = 0; i < 10; i = i + 1) s = s + {16'd0, be16_at(beat, IP_OFFSET + 2 * i)};
     s = {16'd0, s[15:0]} + {16'd0, s[31:16]};
     s = {16'd0, s[15:0]} + {16'd0, s[31:16]};
-    return s[15:0];
+    ip_sum = s[15:0];
   endfunction
-  function automatic logic [6:0] popcount64(input logic [63:0] v);
-    logic [6:0] n;
-    n = 7'd0;
-    for (int i = 0; i < 64; i++) n = n + {6'd0, v[i]};
-    return n;
+  function automatic [6:0] popcount64(input [63:0] v);
+    integer i;
+    popcount64 = 7'd0;
+    for (i = 0; i < 64; i = i + 1) popcount64 = popcount64 + {6'd0, v[i]};
   endfunction
 
   // ================================================================ registers
