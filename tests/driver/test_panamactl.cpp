@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,9 +31,18 @@ Run ctl(std::vector<std::string> args) {
   return Run{code, out.str(), err.str()};
 }
 
+// A fresh folder, removed with everything in it when the process ends.
 std::string temp_dir() {
+  struct Dirs {
+    std::vector<std::string> paths;
+    ~Dirs() {
+      for (const auto& p : paths) std::filesystem::remove_all(p);
+    }
+  };
+  static Dirs dirs;
   char tmpl[] = "/tmp/panamactl-test-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
+  dirs.paths.push_back(tmpl);
   return tmpl;
 }
 

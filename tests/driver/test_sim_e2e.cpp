@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -219,9 +220,18 @@ Traffic run_traffic(SimulationDevice& dev, const config::NodeConfig& cfg, uint32
   return t;
 }
 
+// A fresh folder, removed with everything in it when the process ends.
 std::string temp_dir() {
+  struct Dirs {
+    std::vector<std::string> paths;
+    ~Dirs() {
+      for (const auto& p : paths) std::filesystem::remove_all(p);
+    }
+  };
+  static Dirs dirs;
   char tmpl[] = "/tmp/panama-driver-sim-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
+  dirs.paths.push_back(tmpl);
   return tmpl;
 }
 

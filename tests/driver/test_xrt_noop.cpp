@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "panama/driver/device.hpp"
@@ -19,9 +20,18 @@ using namespace panama::driver;
 
 namespace {
 
+// A fresh folder, removed with everything in it when the process ends.
 std::string temp_dir() {
+  struct Dirs {
+    std::vector<std::string> paths;
+    ~Dirs() {
+      for (const auto& p : paths) std::filesystem::remove_all(p);
+    }
+  };
+  static Dirs dirs;
   char tmpl[] = "/tmp/panama-driver-test-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
+  dirs.paths.push_back(tmpl);
   return tmpl;
 }
 

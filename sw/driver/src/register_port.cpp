@@ -10,13 +10,15 @@
 namespace panama::driver {
 
 MailboxPort::MailboxPort(RegisterPort& raw, const MailboxLayout& layout, uint32_t max_polls)
-    : raw_(raw), layout_(layout), max_polls_(max_polls) {
-  // The kernel acknowledges the last sequence it served; continue from there
-  // so a request is never mistaken for one already served.
-  seq_ = raw_.read32(layout_.ctrl_ack);
-}
+    : raw_(raw), layout_(layout), max_polls_(max_polls), seq_(0), synced_(false) {}
 
 void MailboxPort::request(uint32_t op, uint32_t offset, uint32_t value) {
+  if (!synced_) {
+    // The kernel acknowledges the last sequence it served; continue from
+    // there so a request is never mistaken for one already served.
+    seq_ = raw_.read32(layout_.ctrl_ack);
+    synced_ = true;
+  }
   raw_.write32(layout_.ctrl_op, op);
   raw_.write32(layout_.ctrl_addr, offset);
   raw_.write32(layout_.ctrl_wdata, value);

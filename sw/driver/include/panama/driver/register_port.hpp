@@ -36,6 +36,7 @@ class MailboxPort : public RegisterPort {
   MailboxLayout layout_;
   uint32_t max_polls_;
   uint32_t seq_;
+  bool synced_;  // seq_ read from the kernel (on first use, so opening never touches the card)
 };
 
 // "ID (0x000)" for messages; offsets without a name print as hex.
