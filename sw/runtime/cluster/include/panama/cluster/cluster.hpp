@@ -1,0 +1,62 @@
+// The virtual cluster: one command that plans a PANAMA deployment on this
+// machine (controller), starts one process per PSwitch and per worker
+// connected by DPDK memif links, runs allreduces, checks every result bit
+// for bit, and summarises goodput, per-tree congestion statistics and
+// PSwitch counters. docs/cluster.md describes it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace panama::cluster {
+
+struct ClusterOptions {
+  std::string topology = "single";  // "single" or "two-tier"
+  uint32_t workers = 4;             // per job
+  uint32_t leaves = 2, spines = 2;  // two-tier only
+  uint32_t trees = 2;
+  uint32_t jobs = 1;
+  uint64_t elems = 16u << 20;  // fp32 elements per allreduce (64 MiB)
+  uint32_t iterations = 3;
+  double link_gbps = 10.0;
+  uint64_t ecn_k_bytes = 256u << 10;
+  uint64_t queue_bytes = 4u << 20;
+  uint32_t packet_memory = 512;  // slots per PSwitch
+  double loss = 0, dup = 0, reorder = 0;
+  uint64_t seed = 1;
+  uint32_t elems_per_packet = 1024;
+  std::string shares = "equal";   // or "weighted" (job j gets weight j+1)
+  std::string run_dir;            // empty: a fresh /tmp/panama-cluster-XXXXXX
+  bool keep = false;              // keep run_dir (configs, plans, logs, stats)
+  double stall_timeout_s = 60.0;  // abort when no allreduce makes progress this long
+  std::string summary_path;       // also write the summary as JSON here
+  bool progress = true;
+};
+
+// Runs the whole virtual cluster; returns the exit code (0: every result
+// bit-exact; 1: mismatch or failure; 2: bad options; 130: interrupted).
+int run_cluster(const ClusterOptions& opt, const std::string& self_exe);
+
+struct WorkerOptions {
+  std::string plan_path;
+  std::string vdev;
+  std::string file_prefix;
+  uint64_t seed = 1;
+  uint64_t elems = 0;
+  uint32_t iterations = 1;
+};
+
+// One worker process (started by run_cluster): prints progress lines
+// "P <iteration> <bytes done>" and a final "R <json>" on stdout.
+int run_worker(const WorkerOptions& opt);
+
+// "64MiB", "1.5GiB", "4096", "10KB" -> bytes. Throws std::invalid_argument.
+uint64_t parse_size(const std::string& text);
+
+// EAL arguments of a virtual-cluster process: no hugepages, no PCI, nothing
+// shared config, its own file prefix, not pinned to one core, one vdev.
+std::vector<std::string> node_eal_args(const std::string& vdev, unsigned memory_mb,
+                                       const std::string& prefix);
+
+}  // namespace panama::cluster

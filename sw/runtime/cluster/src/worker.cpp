@@ -1,0 +1,108 @@
+// A virtual-cluster worker process: one Communicator on one memif port,
+// `iterations` allreduces of exact-summing data, each checked bit for bit.
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "panama/cluster/cluster.hpp"
+#include "panama/cluster/test_data.hpp"
+#include "panama/runtime/runtime.hpp"
+
+namespace panama::cluster {
+
+namespace {
+
+nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
+  return {{"tree", t.tree_id},
+          {"packets_sent", t.packets_sent},
+          {"retransmissions", t.retransmissions},
+          {"timeouts", t.timeouts},
+          {"results_ce", t.results_ce},
+          {"duplicate_results", t.duplicate_results},
+          {"cwnd", t.cwnd},
+          {"alpha", t.alpha},
+          {"cwnd_cap", t.cwnd_cap},
+          {"cwnd_reductions", t.cwnd_reductions},
+          {"srtt_us", t.srtt_us},
+          {"bytes_completed", t.bytes_completed}};
+}
+
+}  // namespace
+
+int run_worker(const WorkerOptions& opt) {
+  std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
+  nlohmann::json report;
+  try {
+    const runtime::Plan plan = runtime::load_plan(opt.plan_path);
+    report["job"] = plan.job_id;
+    report["rank"] = plan.rank;
+    if (plan.world_size > kMaxExactWorkers)
+      throw std::runtime_error("too many workers for exact reference data");
+    runtime::RuntimeOptions ro;
+    ro.port.link_wait_ms = 10000;
+    auto rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
+    auto comm = rt->communicator(plan);
+    std::vector<float> data(opt.elems), ref(opt.elems);
+    std::vector<double> seconds;
+    uint64_t mismatches = 0;
+    // Per-tree maxima over the run: cwnd never exceeds cwnd_cap.
+    std::vector<double> max_cwnd(plan.trees.size(), 0.0);
+    std::vector<uint32_t> cap_violations(plan.trees.size(), 0);
+    for (uint32_t it = 0; it < opt.iterations; ++it) {
+      fill_tensor(data.data(), data.size(), opt.seed, it, plan.rank);
+      const auto t0 = std::chrono::steady_clock::now();
+      auto h = comm->allreduce_async(data.data(), data.size());
+      while (!h.wait_for(std::chrono::milliseconds(200))) {
+        const runtime::CommStats s = comm->stats();
+        for (size_t t = 0; t < s.trees.size() && t < max_cwnd.size(); ++t) {
+          max_cwnd[t] = std::max(max_cwnd[t], s.trees[t].cwnd);
+          if (s.trees[t].cwnd > s.trees[t].cwnd_cap + 1e-9) ++cap_violations[t];
+        }
+        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(s.bytes_completed));
+        std::fflush(stdout);
+      }
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      seconds.push_back(dt);
+      reference_sum(ref.data(), ref.size(), opt.seed, it, plan.world_size);
+      size_t first = 0;
+      const size_t bad = count_mismatches(data.data(), ref.data(), data.size(), &first);
+      if (bad != 0) {
+        std::fprintf(stderr,
+                     "worker job %u rank %u iteration %u: %zu elements differ, first at %zu: %a != %a\n",
+                     plan.job_id, plan.rank, it, bad, first, data[first], ref[first]);
+      }
+      mismatches += bad;
+      std::printf("P %u %llu\n", it + 1, 0ull);
+      std::fflush(stdout);
+    }
+    const runtime::CommStats s = comm->stats();
+    report["seconds"] = seconds;
+    report["mismatches"] = mismatches;
+    report["retransmissions"] = s.retransmissions;
+    report["timeouts"] = s.timeouts;
+    report["results_ce"] = s.results_ce;
+    report["trees"] = nlohmann::json::array();
+    for (size_t t = 0; t < s.trees.size(); ++t) {
+      nlohmann::json tj = tree_stats_json(s.trees[t]);
+      if (t < max_cwnd.size()) {
+        tj["max_cwnd"] = std::max(max_cwnd[t], s.trees[t].cwnd);
+        tj["cap_violations"] = cap_violations[t];
+      }
+      report["trees"].push_back(tj);
+    }
+    report["ok"] = mismatches == 0;
+  } catch (const std::exception& e) {
+    report["ok"] = false;
+    report["error"] = e.what();
+    std::fprintf(stderr, "worker: error: %s\n", e.what());
+  }
+  std::printf("R %s\n", report.dump().c_str());
+  std::fflush(stdout);
+  // Exit without running destructors of DPDK state still polled by threads.
+  std::_Exit(report.value("ok", false) ? 0 : 1);
+}
+
+}  // namespace panama::cluster

@@ -1,0 +1,287 @@
+// The software PSwitch's DPDK loop: receive, switch, queue, pace, inject, send.
+#include "panama/pswitch/software_pswitch.hpp"
+
+#include <rte_mbuf.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <thread>
+
+#include "panama/apply_config.hpp"
+#include "panama/engine.hpp"
+#include "panama/engine_counters.hpp"
+#include "panama/pswitch/fault_injector.hpp"
+#include "panama/pswitch/output_queue.hpp"
+#include "panama/pswitch/switch_core.hpp"
+#include "panama/register_access.hpp"
+
+namespace panama::pswitch {
+
+namespace {
+
+constexpr uint16_t kBurst = 32;
+constexpr uint32_t kMaxPending = 256;  // frames a port's TX ring refused, retried next pass
+
+std::string device_of(const std::string& vdev) {
+  return vdev.substr(0, vdev.find(','));
+}
+
+}  // namespace
+
+struct SoftwarePswitch::Impl {
+  struct Port {
+    std::unique_ptr<runtime::DpdkPort> dev;
+    std::unique_ptr<OutputQueue<rte_mbuf*>> queue;
+    std::unique_ptr<FaultInjector<rte_mbuf*>> faults;
+    std::vector<rte_mbuf*> pending;  // ready to send, in order
+    uint64_t no_mbuf = 0;            // frames lost because the pool was empty
+  };
+
+  config::NodeConfig cfg;
+  PswitchSettings settings;
+  std::unique_ptr<DefaultEngine> engine = std::make_unique<DefaultEngine>();
+  std::unique_ptr<SwitchCore<DefaultEngine>> core;
+  std::vector<Port> ports;
+  std::vector<uint8_t> scratch = std::vector<uint8_t>(wire::kMaxFrameBytes);
+
+  rte_mbuf* copy_into(Port& p, const uint8_t* d, uint32_t n) {
+    uint8_t* buf = nullptr;
+    rte_mbuf* m = p.dev->alloc_frame(n, &buf);
+    if (!m) {
+      ++p.no_mbuf;
+      return nullptr;
+    }
+    std::memcpy(buf, d, n);
+    return m;
+  }
+
+  void enqueue(uint32_t port, const uint8_t* d, uint32_t n) {
+    Port& p = ports[port];
+    rte_mbuf* m = copy_into(p, d, n);
+    if (!m) return;
+    if (p.queue->enqueue(m, rte_pktmbuf_mtod(m, uint8_t*), n) == EnqueueResult::kDropped) {
+      runtime::DpdkPort::free(m);
+    }
+  }
+
+  uint32_t poll(uint64_t now) {
+    uint32_t work = 0;
+    rte_mbuf* burst[kBurst];
+    for (uint32_t pi = 0; pi < ports.size(); ++pi) {
+      const uint16_t n = ports[pi].dev->rx_burst(burst, kBurst);
+      for (uint16_t i = 0; i < n; ++i) {
+        uint32_t len = 0;
+        const uint8_t* d = runtime::DpdkPort::frame_data(burst[i], scratch.data(),
+                                                         static_cast<uint32_t>(scratch.size()), &len);
+        if (d) {
+          core->on_frame(pi, d, len,
+                         [this](uint32_t out, const uint8_t* f, uint32_t fl) { enqueue(out, f, fl); });
+        }
+        runtime::DpdkPort::free(burst[i]);
+      }
+      work += n;
+    }
+    for (Port& p : ports) {
+      auto push = [&p](rte_mbuf* m) { p.pending.push_back(m); };
+      auto clone = [this, &p](rte_mbuf* m) {
+        return copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+      };
+      auto release = [](rte_mbuf* m) { runtime::DpdkPort::free(m); };
+      if (p.pending.size() < kMaxPending / 2) {
+        p.queue->dequeue(now, kBurst, [&](rte_mbuf* m) { p.faults->send(m, now, push, clone, release); });
+      }
+      p.faults->flush(now, push);
+      if (!p.pending.empty()) {
+        const uint16_t sent = p.dev->tx_burst(p.pending.data(), static_cast<uint16_t>(p.pending.size()));
+        p.pending.erase(p.pending.begin(), p.pending.begin() + sent);
+        work += sent;
+      }
+    }
+    return work;
+  }
+};
+
+SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<runtime::DpdkEal> eal,
+                                 const std::vector<std::string>& device_names)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.cfg = cfg;
+  if (s.cfg.pswitch.is_null())
+    throw SettingsError("node config '" + cfg.node + "' has no \"pswitch\" section");
+  s.settings = settings_from_json(s.cfg.pswitch);
+  if (!device_names.empty() && device_names.size() != s.settings.ports.size()) {
+    throw SettingsError("pswitch '" + s.settings.name + "': " + std::to_string(s.settings.ports.size()) +
+                        " ports configured but " + std::to_string(device_names.size()) + " devices given");
+  }
+  EngineRegisters<DefaultEngine> regs(*s.engine);
+  config::apply_node_config(regs, s.cfg);
+  s.core = std::make_unique<SwitchCore<DefaultEngine>>(s.settings, *s.engine);
+  for (size_t i = 0; i < s.settings.ports.size(); ++i) {
+    const PortSettings& ps = s.settings.ports[i];
+    runtime::PortConfig pc;
+    pc.name = device_names.empty() ? device_of(ps.vdev) : device_names[i];
+    if (pc.name.empty())
+      throw SettingsError("pswitch port '" + ps.name + "' has no vdev (and no device was given)");
+    pc.mbufs = 4095;
+    Impl::Port p;
+    p.dev = std::make_unique<runtime::DpdkPort>(eal, pc);
+    p.queue =
+        std::make_unique<OutputQueue<rte_mbuf*>>(QueueConfig{ps.rate_gbps, ps.queue_bytes, ps.ecn_k_bytes});
+    p.faults = std::make_unique<FaultInjector<rte_mbuf*>>(FaultConfig{ps.loss, ps.dup, ps.reorder},
+                                                          s.settings.seed * 0x9E3779B97F4A7C15ull + i);
+    p.pending.reserve(kMaxPending + 2 * kBurst);
+    s.ports.push_back(std::move(p));
+  }
+}
+
+SoftwarePswitch::~SoftwarePswitch() {
+  for (Impl::Port& p : impl_->ports) {
+    p.queue->drain([](rte_mbuf* m) { runtime::DpdkPort::free(m); });
+    p.faults->flush(
+        0, [](rte_mbuf* m) { runtime::DpdkPort::free(m); }, true);
+    runtime::DpdkPort::free_bulk(p.pending.data(), static_cast<unsigned>(p.pending.size()));
+  }
+}
+
+uint64_t SoftwarePswitch::now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+uint32_t SoftwarePswitch::poll(uint64_t now) {
+  return impl_->poll(now);
+}
+
+void SoftwarePswitch::run(const std::atomic<bool>& stop) {
+  uint32_t idle = 0;
+  while (!stop.load(std::memory_order_relaxed)) {
+    if (impl_->poll(now_ns()) != 0) {
+      idle = 0;
+    } else if (++idle > 64) {
+      std::this_thread::yield();
+    }
+  }
+}
+
+const PswitchSettings& SoftwarePswitch::settings() const {
+  return impl_->settings;
+}
+const std::string& SoftwarePswitch::name() const {
+  return impl_->settings.name;
+}
+
+nlohmann::json SoftwarePswitch::counters_json() {
+  Impl& s = *impl_;
+  nlohmann::json j;
+  j["name"] = s.settings.name;
+  j["ports"] = nlohmann::json::array();
+  for (size_t i = 0; i < s.ports.size(); ++i) {
+    const Impl::Port& p = s.ports[i];
+    const runtime::PortCounters dc = p.dev->counters();
+    const QueueCounters& q = p.queue->counters();
+    const FaultCounters& f = p.faults->counters();
+    const PortSwitchCounters& sc = s.core->port_counters(static_cast<uint32_t>(i));
+    j["ports"].push_back({{"name", s.settings.ports[i].name},
+                          {"rx_frames", dc.rx_packets},
+                          {"rx_bytes", dc.rx_bytes},
+                          {"tx_frames", dc.tx_packets},
+                          {"tx_bytes", dc.tx_bytes},
+                          {"to_engine", sc.to_engine},
+                          {"forwarded", sc.forwarded},
+                          {"flooded", sc.flooded},
+                          {"queue_tail_drops", q.tail_drops},
+                          {"ecn_marked", q.ecn_marked},
+                          {"max_queue_bytes", q.max_depth_bytes},
+                          {"injected_loss", f.lost},
+                          {"injected_dup", f.duplicated},
+                          {"injected_reorder", f.reordered},
+                          {"no_mbuf_drops", p.no_mbuf}});
+  }
+  EngineRegisters<DefaultEngine> regs(*s.engine);
+  const config::CounterSnapshot snap = config::read_counters(regs, s.cfg.entries);
+  const nlohmann::json engine = config::counters_to_json(snap);
+  j["engine"] = engine["global"];
+  j["trees"] = nlohmann::json::array();
+  for (size_t t = 0; t < s.settings.trees.size(); ++t) {
+    const TreePorts& tp = s.settings.trees[t];
+    const TreeSwitchCounters& tc = s.core->tree_counters(static_cast<uint32_t>(t));
+    nlohmann::json tj = {{"job", tp.job},
+                         {"tree", tp.tree},
+                         {"contributions_in", tc.contributions_in},
+                         {"aggregates_up", tc.aggregates_up},
+                         {"results_emitted", tc.results_emitted},
+                         {"results_from_parent", tc.results_from_parent},
+                         {"result_copies", tc.result_copies}};
+    for (const auto& e : engine["entries"]) {
+      if (e["job"] == tp.job && e["tree"] == tp.tree) tj["engine"] = e["counters"];
+    }
+    j["trees"].push_back(tj);
+  }
+  const SwitchCounters& c = s.core->counters();
+  j["switch"] = {{"engine_drops", c.engine_drops},
+                 {"result_wrong_port", c.result_wrong_port},
+                 {"no_parent", c.no_parent},
+                 {"hairpin_drops", c.hairpin_drops}};
+  return j;
+}
+
+std::string SoftwarePswitch::counters_table() {
+  const nlohmann::json j = counters_json();
+  std::ostringstream os;
+  os << "PSwitch " << j["name"].get<std::string>() << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-10s %10s %10s %8s %8s %8s %8s %8s %8s\n", "port", "rx", "tx", "ecn",
+                "qdrop", "maxq_KiB", "loss", "dup", "reord");
+  os << line;
+  for (const auto& p : j["ports"]) {
+    std::snprintf(line, sizeof line, "  %-10s %10llu %10llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
+                  p["name"].get<std::string>().c_str(), (unsigned long long)p["rx_frames"].get<uint64_t>(),
+                  (unsigned long long)p["tx_frames"].get<uint64_t>(),
+                  (unsigned long long)p["ecn_marked"].get<uint64_t>(),
+                  (unsigned long long)p["queue_tail_drops"].get<uint64_t>(),
+                  (unsigned long long)(p["max_queue_bytes"].get<uint64_t>() / 1024),
+                  (unsigned long long)p["injected_loss"].get<uint64_t>(),
+                  (unsigned long long)p["injected_dup"].get<uint64_t>(),
+                  (unsigned long long)p["injected_reorder"].get<uint64_t>());
+    os << line;
+  }
+  for (const auto& t : j["trees"]) {
+    const auto& e = t["engine"];
+    std::snprintf(line, sizeof line,
+                  "  job %u tree %u: in %llu, up %llu, results %llu (+%llu from parent), copies %llu, "
+                  "dup %llu, retrans served %llu, seq-window drops %llu\n",
+                  t["job"].get<unsigned>(), t["tree"].get<unsigned>(),
+                  (unsigned long long)t["contributions_in"].get<uint64_t>(),
+                  (unsigned long long)t["aggregates_up"].get<uint64_t>(),
+                  (unsigned long long)t["results_emitted"].get<uint64_t>(),
+                  (unsigned long long)t["results_from_parent"].get<uint64_t>(),
+                  (unsigned long long)t["result_copies"].get<uint64_t>(),
+                  (unsigned long long)e.value("duplicates", 0ull),
+                  (unsigned long long)e.value("retrans_served", 0ull),
+                  (unsigned long long)e.value("drop_seq_window", 0ull));
+    os << line;
+  }
+  return os.str();
+}
+
+std::vector<std::string> pswitch_eal_args(const PswitchSettings& s, const std::string& file_prefix) {
+  // One lcore allowed on every CPU: a pinned PSwitch would fight the workers for one core.
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::string> a = {"--no-huge",
+                                "-m",
+                                "1024",
+                                "--no-pci",
+                                "--no-telemetry",
+                                "--file-prefix=" + file_prefix,
+                                "--log-level=*:warning",
+                                "--lcores=0@(0-" + std::to_string(cpus - 1) + ")"};
+  for (const PortSettings& p : s.ports) {
+    if (!p.vdev.empty()) a.push_back("--vdev=" + p.vdev);
+  }
+  return a;
+}
+
+}  // namespace panama::pswitch
