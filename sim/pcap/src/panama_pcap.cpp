@@ -118,17 +118,16 @@ void report(const Options& opt, const panama::config::NodeConfig& cfg, panama::E
   EngineRegisters<EngineBackend> regs(engine);
   const config::CounterSnapshot snap = config::read_counters(regs, cfg.entries);
   if (opt.json) {
-    nlohmann::json doc = {
-        {"node", cfg.node},
-        {"engine", engine.name()},
-        {"input",
-         {{"path", opt.in},
-          {"frames", st.frames_in},
-          {"bytes", st.bytes_in},
-          {"snap_truncated", st.snap_truncated}}},
-        {"output", {{"path", opt.out}, {"frames", st.frames_out}, {"bytes", st.bytes_out}}},
-        {"counters", config::counters_to_json(snap)},
-    };
+    // Top-level keys in reading order; the counters keep their own layout.
+    nlohmann::ordered_json doc;
+    doc["node"] = cfg.node;
+    doc["engine"] = engine.name();
+    doc["input"] = {{"path", opt.in},
+                    {"frames", st.frames_in},
+                    {"bytes", st.bytes_in},
+                    {"snap_truncated", st.snap_truncated}};
+    doc["output"] = {{"path", opt.out}, {"frames", st.frames_out}, {"bytes", st.bytes_out}};
+    doc["counters"] = nlohmann::ordered_json::parse(config::counters_to_json(snap).dump());
     if (!st.input_warning.empty()) doc["input"]["error"] = st.input_warning;
     std::cout << doc.dump(2) << "\n";
   } else {
@@ -163,8 +162,12 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Runs a PANAMA engine over a pcap of Ethernet frames and writes the frames it sends to another pcap.",
       "panama-pcap"};
-  std::string engines_help = "engine backend:";
-  for (const auto& b : panama::engine_backends()) engines_help += " " + b.name + " = " + b.description + ";";
+  std::string engines_help = "engine backend (";
+  for (const auto& b : panama::engine_backends()) {
+    engines_help +=
+        (b.name == panama::engine_backends().front().name ? "" : "; ") + b.name + ": " + b.description;
+  }
+  engines_help += ")";
   app.add_option("--config", opt.config, "node configuration file (JSON, docs/configuration.md)")->required();
   app.add_option("--in", opt.in, "input pcap of Ethernet frames")->required();
   app.add_option("--out", opt.out, "output pcap (created or overwritten)")->required();
