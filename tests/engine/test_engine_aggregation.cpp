@@ -229,8 +229,10 @@ EntrySpec simple_entry(bool root, uint32_t fan_in, uint32_t q) {
 }  // namespace
 
 TEST_CASE("random interleaved traffic of several jobs and trees sums like the host FPU", "[engine]") {
+  // PANAMA_ENGINE_ROUNDS=<n> runs a longer soak (each round is a fresh random configuration).
   Rng rng(test_seed("engine random traffic"));
-  for (uint32_t round = 0; round < 12; ++round) random_traffic_round<SmallEngine>(rng, round);
+  const uint64_t rounds = env_count("PANAMA_ENGINE_ROUNDS", 24);
+  for (uint32_t round = 0; round < rounds; ++round) random_traffic_round<SmallEngine>(rng, round);
 }
 
 TEST_CASE("every element count from 1 to 2288 aggregates correctly (DefaultEngine)", "[engine]") {
