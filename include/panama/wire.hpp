@@ -181,9 +181,10 @@ struct Header {
 };
 
 // Outcome of classifying one frame. Values other than kNotPanama, kOk and
-// kResultDown are malformed PANAMA frames; the order of the checks (and hence
-// which reason a frame with several faults is counted under) is the order
-// of this enum, documented in docs/protocol.md.
+// kResultDown are malformed PANAMA frames. The order of the checks (and hence
+// which reason a frame with several faults is counted under) is the order of
+// the code in classify_frame, documented in docs/protocol.md section 4; it is
+// not the order of this enum (the IPv4-length truncation check runs last).
 enum class FrameClass : uint8_t {
   kNotPanama = 0,   // anything else: passes through untouched
   kOk,              // well-formed aggregate-up or retransmission
