@@ -47,7 +47,7 @@ TEST_CASE("output queue paces to the link rate with a two-jumbo-frame burst") {
   // 10 Gbit/s = 1.25 bytes/ns. Frames of 1000 bytes cost 1024 with overhead.
   OutputQueue<int> q(QueueConfig{10.0, 1u << 20, 0});
   std::vector<std::vector<uint8_t>> frames(100, ip_frame(1000, wire::kEcnEct0));
-  for (int i = 0; i < 100; ++i) REQUIRE(q.enqueue(i, frames[i].data(), 1000) == EnqueueResult::kQueued);
+  for (int i = 0; i < 100; ++i) REQUIRE(q.enqueue(i, frames[i].data(), 1000, 1000) == EnqueueResult::kQueued);
   std::vector<int> sent;
   auto send = [&](int h) { sent.push_back(h); };
   // Burst 2 * (9216 + 24) = 18480 bytes -> 18 frames at once, 48 bytes left.
@@ -63,15 +63,33 @@ TEST_CASE("output queue paces to the link rate with a two-jumbo-frame burst") {
   CHECK(q.dequeue(1'000'000, 5, send) == 5);
 
   OutputQueue<int> unlimited(QueueConfig{0.0, 1u << 20, 0});
-  for (int i = 0; i < 50; ++i) unlimited.enqueue(i, frames[i].data(), 1000);
+  for (int i = 0; i < 50; ++i) unlimited.enqueue(i, frames[i].data(), 1000, 0);
   CHECK(unlimited.dequeue(0, 1000, send) == 50);
+}
+
+TEST_CASE("output queue: a busy link catches up after a gap, an idle link saves only a burst") {
+  std::vector<uint8_t> f = ip_frame(1000, wire::kEcnEct0);
+  OutputQueue<int> busy(QueueConfig{10.0, 1u << 20, 0});
+  for (int i = 0; i < 100; ++i) busy.enqueue(i, f.data(), 1000, 0);
+  int n = 0;
+  auto count = [&](int) { ++n; };
+  busy.dequeue(0, 1000, count);  // 18 from the initial burst
+  // Not polled for 40960 ns: the link would have sent 51200 bytes = 50 frames meanwhile.
+  busy.dequeue(40960, 1000, count);
+  CHECK(n == 18 + 50);
+  OutputQueue<int> idle(QueueConfig{10.0, 1u << 20, 0});
+  idle.dequeue(0, 1000, count);                                              // starts the clock, empty
+  for (int i = 0; i < 100; ++i) idle.enqueue(i, f.data(), 1000, 1'000'000);  // idle 1 ms: burst only
+  n = 0;
+  idle.dequeue(1'000'000, 1000, count);
+  CHECK(n == 18);
 }
 
 TEST_CASE("ECN: frames arriving above K bytes are marked CE (DCTCP), below are not") {
   OutputQueue<int> q(QueueConfig{10.0, 1u << 20, 3000});
   std::vector<std::vector<uint8_t>> frames(8, ip_frame(1000, wire::kEcnEct0));
   frames[6] = ip_frame(1000, wire::kEcnNotEct);
-  for (int i = 0; i < 8; ++i) q.enqueue(i, frames[i].data(), 1000);
+  for (int i = 0; i < 8; ++i) q.enqueue(i, frames[i].data(), 1000, 0);
   // Depth at arrival: 0,1000,2000,3000 (not above K), then 4000.. -> marked.
   for (int i = 0; i < 4; ++i) CHECK((frames[i][wire::kIpTos] & 3) == wire::kEcnEct0);
   for (int i : {4, 5, 7}) CHECK((frames[i][wire::kIpTos] & 3) == wire::kEcnCe);
@@ -82,15 +100,15 @@ TEST_CASE("ECN: frames arriving above K bytes are marked CE (DCTCP), below are n
   q.dequeue(0, 1000, [](int) {});
   q.dequeue(100'000, 1000, [](int) {});
   auto late = ip_frame(1000, wire::kEcnEct0);
-  CHECK(q.enqueue(9, late.data(), 1000) == EnqueueResult::kQueued);
+  CHECK(q.enqueue(9, late.data(), 1000, 100'000) == EnqueueResult::kQueued);
   CHECK((late[wire::kIpTos] & 3) == wire::kEcnEct0);
 }
 
 TEST_CASE("output queue tail-drops what exceeds its capacity and counts it") {
   OutputQueue<int> q(QueueConfig{1.0, 10000, 0});
   auto f = ip_frame(1000, wire::kEcnEct0);
-  for (int i = 0; i < 10; ++i) CHECK(q.enqueue(i, f.data(), 1000) == EnqueueResult::kQueued);
-  CHECK(q.enqueue(10, f.data(), 1000) == EnqueueResult::kDropped);
+  for (int i = 0; i < 10; ++i) CHECK(q.enqueue(i, f.data(), 1000, 0) == EnqueueResult::kQueued);
+  CHECK(q.enqueue(10, f.data(), 1000, 0) == EnqueueResult::kDropped);
   CHECK(q.counters().tail_drops == 1);
   CHECK(q.depth_bytes() == 10000);
   CHECK(q.counters().max_depth_bytes == 10000);
@@ -203,13 +221,31 @@ TEST_CASE("root PSwitch: contributions go to the engine, the result is replicate
   CHECK(rig.core->tree_counters(0).contributions_in == 4);
   CHECK(rig.core->tree_counters(0).results_emitted == 1);
   CHECK(rig.core->tree_counters(0).result_copies == 4);
+  // A retransmission for the finished slot: the stored result goes back to that child only.
+  rig.sent.clear();
+  rig.rx(2, make_frame(contribution(5, 0, 2, 0, 2, wire::kEcnEct0, 0xFFFF, wire::PacketType::kRetransmission),
+                       {f2u(3.0f), f2u(-3.0f)}));
+  REQUIRE(rig.sent.size() == 1);
+  CHECK(rig.sent[0].port == 2);
+  CHECK(payload_of(rig.sent[0].bytes) == std::vector<uint32_t>{f2u(15.0f), f2u(-15.0f)});
+  CHECK(rig.core->tree_counters(0).results_resent == 1);
+  // A retransmission that completes a slot is a normal emission: every child gets it.
+  rig.sent.clear();
+  for (uint16_t c = 0; c < 4; ++c) {
+    rig.rx(c, make_frame(
+                  contribution(5, 0, c, 1, 1, wire::kEcnEct0, 0xFFFF,
+                               c == 3 ? wire::PacketType::kRetransmission : wire::PacketType::kAggregateUp),
+                  {f2u(1.0f)}));
+  }
+  CHECK(rig.sent.size() == 4);
+  CHECK(payload_of(rig.sent[3].bytes) == std::vector<uint32_t>{f2u(4.0f)});
   // A result-down for this tree from a child port is not replicated.
   rig.sent.clear();
-  rig.rx(2, make_frame(contribution(5, 0, 2, 1, 1, wire::kEcnEct0, 8, wire::PacketType::kResultDown), {0}));
+  rig.rx(2, make_frame(contribution(5, 0, 2, 2, 1, wire::kEcnEct0, 8, wire::PacketType::kResultDown), {0}));
   CHECK(rig.sent.empty());
   CHECK(rig.core->counters().result_wrong_port == 1);
   // Malformed PANAMA frames are the engine's to drop and count.
-  auto bad = make_frame(contribution(5, 0, 0, 1, 1), {0});
+  auto bad = make_frame(contribution(5, 0, 0, 2, 1), {0});
   bad[wire::kPanamaVersion] = 9;
   wire::store_be16(bad.data() + wire::kIpChecksum, 0);
   wire::store_be16(bad.data() + wire::kIpChecksum, wire::ipv4_header_checksum(bad.data() + wire::kIpOffset));

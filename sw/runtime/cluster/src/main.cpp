@@ -115,6 +115,9 @@ int main(int argc, char** argv) {
   app.add_option("--elems-per-packet", o.elems_per_packet, "fp32 elements per packet")
       ->check(CLI::Range(1, 2288))
       ->capture_default_str();
+  app.add_option("--rto-min-us", o.rto_min_us, "workers' minimum retransmission timeout (microseconds)")
+      ->check(CLI::Range(100, 1000000))
+      ->capture_default_str();
   app.add_option("--shares", o.shares, "PSwitch memory shares: equal, or weighted (job j has weight j)")
       ->check(CLI::IsMember({"equal", "weighted"}))
       ->capture_default_str();

@@ -254,7 +254,11 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
                                    {"dup", opt.dup},
                                    {"reorder", opt.reorder},
                                    {"seed", opt.seed}};
-  jobs_desc = {{"jobs", json::array()}, {"elems_per_packet", opt.elems_per_packet}, {"shares", opt.shares}};
+  jobs_desc = {
+      {"jobs", json::array()},
+      {"elems_per_packet", opt.elems_per_packet},
+      {"shares", opt.shares},
+      {"congestion", {{"rto_min_us", opt.rto_min_us}, {"rto_initial_us", std::max(opt.rto_min_us, 5000u)}}}};
   for (uint32_t j = 0; j < opt.jobs; ++j) {
     json ws = json::array();
     // Interleave jobs over hosts so that on two tiers every job spans the leaves.

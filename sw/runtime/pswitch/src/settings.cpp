@@ -48,6 +48,9 @@ PswitchSettings settings_from_json(const json& j) {
   PswitchSettings s;
   s.name = get_or<std::string>(j, "name", s.name, "pswitch");
   s.seed = get_or<uint64_t>(j, "seed", s.seed, "pswitch");
+  s.engine_queue_bytes = get_or<uint64_t>(j, "engine_queue_bytes", s.engine_queue_bytes, "pswitch");
+  if (s.engine_queue_bytes < 9216) fail("engine_queue_bytes must hold at least one 9216-byte frame");
+  s.engine_ecn_k_bytes = get_or<uint64_t>(j, "engine_ecn_k_bytes", s.engine_ecn_k_bytes, "pswitch");
   if (!j.contains("ports") || !j["ports"].is_array() || j["ports"].empty()) {
     fail("\"ports\" must be a non-empty array");
   }
@@ -130,6 +133,8 @@ json settings_to_json(const PswitchSettings& s) {
   json j;
   j["name"] = s.name;
   j["seed"] = s.seed;
+  j["engine_queue_bytes"] = s.engine_queue_bytes;
+  j["engine_ecn_k_bytes"] = s.engine_ecn_k_bytes;
   j["ports"] = json::array();
   for (const PortSettings& p : s.ports) {
     j["ports"].push_back({{"name", p.name},

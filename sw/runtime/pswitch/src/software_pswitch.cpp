@@ -22,7 +22,9 @@ namespace panama::pswitch {
 namespace {
 
 constexpr uint16_t kBurst = 32;
-constexpr uint32_t kMaxPending = 256;  // frames a port's TX ring refused, retried next pass
+constexpr uint32_t kMaxPending = 256;
+constexpr uint32_t kEngineBatch =
+    64;  // frames switched per pass  // frames a port's TX ring refused, retried next pass
 
 std::string device_of(const std::string& vdev) {
   return vdev.substr(0, vdev.find(','));
@@ -39,12 +41,18 @@ struct SoftwarePswitch::Impl {
     uint64_t no_mbuf = 0;            // frames lost because the pool was empty
   };
 
+  struct RxFrame {
+    rte_mbuf* m = nullptr;
+    uint32_t port = 0;
+  };
+
   config::NodeConfig cfg;
   PswitchSettings settings;
+  std::unique_ptr<OutputQueue<RxFrame>> engine_queue;
   std::unique_ptr<DefaultEngine> engine = std::make_unique<DefaultEngine>();
   std::unique_ptr<SwitchCore<DefaultEngine>> core;
   std::vector<Port> ports;
-  std::vector<uint8_t> scratch = std::vector<uint8_t>(wire::kMaxFrameBytes);
+  uint64_t segmented_drops = 0;  // multi-segment frames (not produced by our 9216-byte mbufs)
 
   rte_mbuf* copy_into(Port& p, const uint8_t* d, uint32_t n) {
     uint8_t* buf = nullptr;
@@ -57,11 +65,11 @@ struct SoftwarePswitch::Impl {
     return m;
   }
 
-  void enqueue(uint32_t port, const uint8_t* d, uint32_t n) {
+  void enqueue(uint32_t port, const uint8_t* d, uint32_t n, uint64_t now) {
     Port& p = ports[port];
     rte_mbuf* m = copy_into(p, d, n);
     if (!m) return;
-    if (p.queue->enqueue(m, rte_pktmbuf_mtod(m, uint8_t*), n) == EnqueueResult::kDropped) {
+    if (p.queue->enqueue(m, rte_pktmbuf_mtod(m, uint8_t*), n, now) == EnqueueResult::kDropped) {
       runtime::DpdkPort::free(m);
     }
   }
@@ -69,20 +77,27 @@ struct SoftwarePswitch::Impl {
   uint32_t poll(uint64_t now) {
     uint32_t work = 0;
     rte_mbuf* burst[kBurst];
+    // Receive everything waiting into the engine's queue (marking CE above
+    // its K), then switch a bounded batch: the engine is the slow stage.
     for (uint32_t pi = 0; pi < ports.size(); ++pi) {
       const uint16_t n = ports[pi].dev->rx_burst(burst, kBurst);
       for (uint16_t i = 0; i < n; ++i) {
-        uint32_t len = 0;
-        const uint8_t* d = runtime::DpdkPort::frame_data(burst[i], scratch.data(),
-                                                         static_cast<uint32_t>(scratch.size()), &len);
-        if (d) {
-          core->on_frame(pi, d, len,
-                         [this](uint32_t out, const uint8_t* f, uint32_t fl) { enqueue(out, f, fl); });
+        rte_mbuf* m = burst[i];
+        if (m->nb_segs != 1) {
+          ++segmented_drops;
+          runtime::DpdkPort::free(m);
+        } else if (engine_queue->enqueue(RxFrame{m, pi}, rte_pktmbuf_mtod(m, uint8_t*),
+                                         rte_pktmbuf_data_len(m), now) == EnqueueResult::kDropped) {
+          runtime::DpdkPort::free(m);
         }
-        runtime::DpdkPort::free(burst[i]);
       }
       work += n;
     }
+    work += engine_queue->dequeue(now, kEngineBatch, [&](RxFrame f) {
+      core->on_frame(f.port, rte_pktmbuf_mtod(f.m, const uint8_t*), rte_pktmbuf_data_len(f.m),
+                     [this, now](uint32_t out, const uint8_t* d, uint32_t dl) { enqueue(out, d, dl, now); });
+      runtime::DpdkPort::free(f.m);
+    });
     for (Port& p : ports) {
       auto push = [&p](rte_mbuf* m) { p.pending.push_back(m); };
       auto clone = [this, &p](rte_mbuf* m) {
@@ -118,6 +133,8 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
   EngineRegisters<DefaultEngine> regs(*s.engine);
   config::apply_node_config(regs, s.cfg);
   s.core = std::make_unique<SwitchCore<DefaultEngine>>(s.settings, *s.engine);
+  s.engine_queue = std::make_unique<OutputQueue<Impl::RxFrame>>(
+      QueueConfig{0.0, s.settings.engine_queue_bytes, s.settings.engine_ecn_k_bytes});
   for (size_t i = 0; i < s.settings.ports.size(); ++i) {
     const PortSettings& ps = s.settings.ports[i];
     runtime::PortConfig pc;
@@ -137,6 +154,7 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
 }
 
 SoftwarePswitch::~SoftwarePswitch() {
+  impl_->engine_queue->drain([](Impl::RxFrame f) { runtime::DpdkPort::free(f.m); });
   for (Impl::Port& p : impl_->ports) {
     p.queue->drain([](rte_mbuf* m) { runtime::DpdkPort::free(m); });
     p.faults->flush(
@@ -214,14 +232,21 @@ nlohmann::json SoftwarePswitch::counters_json() {
                          {"aggregates_up", tc.aggregates_up},
                          {"results_emitted", tc.results_emitted},
                          {"results_from_parent", tc.results_from_parent},
-                         {"result_copies", tc.result_copies}};
+                         {"result_copies", tc.result_copies},
+                         {"results_resent", tc.results_resent}};
     for (const auto& e : engine["entries"]) {
       if (e["job"] == tp.job && e["tree"] == tp.tree) tj["engine"] = e["counters"];
     }
     j["trees"].push_back(tj);
   }
   const SwitchCounters& c = s.core->counters();
+  const QueueCounters& eq = s.engine_queue->counters();
+  j["engine_queue"] = {{"frames", eq.enqueued},
+                       {"tail_drops", eq.tail_drops},
+                       {"ecn_marked", eq.ecn_marked},
+                       {"max_queue_bytes", eq.max_depth_bytes}};
   j["switch"] = {{"engine_drops", c.engine_drops},
+                 {"segmented_drops", s.segmented_drops},
                  {"result_wrong_port", c.result_wrong_port},
                  {"no_parent", c.no_parent},
                  {"hairpin_drops", c.hairpin_drops}};

@@ -26,6 +26,9 @@ struct ClusterOptions {
   double loss = 0, dup = 0, reorder = 0;
   uint64_t seed = 1;
   uint32_t elems_per_packet = 1024;
+  // Retransmission timeout floor: processes share two cores here, so a
+  // scheduling gap of a few ms is not a loss.
+  uint32_t rto_min_us = 10000;
   std::string shares = "equal";   // or "weighted" (job j gets weight j+1)
   std::string run_dir;            // empty: a fresh /tmp/panama-cluster-XXXXXX
   bool keep = false;              // keep run_dir (configs, plans, logs, stats)

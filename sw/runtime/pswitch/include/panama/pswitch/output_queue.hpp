@@ -1,6 +1,7 @@
 // A switch output port's queue: a token bucket on bytes emulates the link
-// rate, DCTCP-style ECN marking sets CE on ECT frames that arrive while the
-// queue holds more than K bytes, and frames that do not fit are tail-dropped.
+// rate (in virtual time: credit earned while frames wait is never lost), DCTCP-style ECN marking sets CE on
+// ECT frames that arrive while the queue holds more than K bytes, and frames that do not fit are
+// tail-dropped.
 //
 // The queue stores opaque handles (an rte_mbuf* in the PSwitch, a test's own
 // type in unit tests) and is driven by an explicit clock, so its behaviour is
@@ -67,9 +68,11 @@ class OutputQueue {
         burst_bytes_(2.0 * (wire::kMaxFrameBytes + kWireOverheadBytes)),
         tokens_(burst_bytes_) {}
 
-  // Queues `h` (whose frame bytes are `frame`, `len`), marking CE when the
-  // queue already holds more than K bytes. On kDropped the caller still owns h.
-  EnqueueResult enqueue(Handle h, uint8_t* frame, uint32_t len) {
+  // Queues `h` (whose frame bytes are `frame`, `len`) at time `now_ns`,
+  // marking CE when the queue already holds more than K bytes. On kDropped
+  // the caller still owns h.
+  EnqueueResult enqueue(Handle h, uint8_t* frame, uint32_t len, uint64_t now_ns) {
+    refill(now_ns);
     if (depth_bytes_ + len > cfg_.capacity_bytes || count_ == ring_.size()) {
       ++ctr_.tail_drops;
       return EnqueueResult::kDropped;
@@ -142,7 +145,10 @@ class OutputQueue {
     }
     if (now_ns <= last_ns_) return;
     tokens_ += static_cast<double>(now_ns - last_ns_) * bytes_per_ns_;
-    if (tokens_ > burst_bytes_) tokens_ = burst_bytes_;
+    // An idle link saves up at most a small burst. A busy one keeps all its
+    // credit: it was sending the whole time, so when this thread was not
+    // scheduled, the frames the link would have sent go out now.
+    if (count_ == 0 && tokens_ > burst_bytes_) tokens_ = burst_bytes_;
     last_ns_ = now_ns;
   }
 

@@ -54,6 +54,11 @@ struct MacRoute {
 struct PswitchSettings {
   std::string name = "pswitch";
   uint64_t seed = 1;  // fault injection seed (each port derives its own stream)
+  // The queue in front of the engine: frames wait here when the engine (a
+  // software model, slower than the links) is the bottleneck, and are marked
+  // CE above K like at any output port, so the workers' windows see it.
+  uint64_t engine_queue_bytes = 4u << 20;
+  uint64_t engine_ecn_k_bytes = 256u << 10;
   std::vector<PortSettings> ports;
   std::vector<TreePorts> trees;
   std::vector<MacRoute> mac_table;

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 
+#include "panama/engine.hpp"
 #include "panama/pswitch/settings.hpp"
 #include "panama/wire.hpp"
 
@@ -38,6 +39,7 @@ struct TreeSwitchCounters {
   uint64_t results_from_parent = 0;
   uint64_t results_emitted = 0;  // results the engine produced here (root)
   uint64_t result_copies = 0;    // copies sent to child ports
+  uint64_t results_resent = 0;   // stored results re-sent to the one child that retransmitted
 };
 
 struct SwitchCounters {
@@ -51,7 +53,9 @@ template <class Engine>
 class SwitchCore {
  public:
   SwitchCore(const PswitchSettings& settings, Engine& engine)
-      : s_(settings), engine_(engine), ports_(settings.ports.size()), trees_(settings.trees.size()) {}
+      : s_(settings), engine_(engine), ports_(settings.ports.size()), trees_(settings.trees.size()) {
+    held_.reserve(wire::kMaxFrameBytes);
+  }
 
   template <class Out>
   void on_frame(uint32_t in_port, const uint8_t* frame, uint32_t len, Out&& out) {
@@ -103,14 +107,30 @@ class SwitchCore {
   template <class Out>
   void to_engine(uint32_t in_port, const uint8_t* frame, uint32_t len, Out& out) {
     ++ports_[in_port].to_engine;
-    auto sink = [&](const uint8_t* d, uint32_t n) { from_engine(d, n, out); };
-    const auto outcome = engine_.process_frame(frame, len, sink);
-    if (outcome.action == decltype(outcome.action)::kDropped) ++ctr_.engine_drops;
+    const bool retransmission =
+        len > wire::kPanamaType &&
+        frame[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kRetransmission);
+    if (!retransmission) {
+      auto sink = [&](const uint8_t* d, uint32_t n) { from_engine(d, n, out, -1); };
+      if (engine_.process_frame(frame, len, sink).action == EngineAction::kDropped) ++ctr_.engine_drops;
+      return;
+    }
+    // A retransmission may make the engine re-emit a stored result. Only the
+    // child that asked is missing it, so it goes back out of the ingress port
+    // instead of to every child. Hold the emission until the outcome says which.
+    held_.clear();
+    auto hold = [&](const uint8_t* d, uint32_t n) { held_.assign(d, d + n); };
+    const EngineOutcome o = engine_.process_frame(frame, len, hold);
+    if (o.action == EngineAction::kDropped) ++ctr_.engine_drops;
+    if (held_.empty()) return;
+    from_engine(held_.data(), static_cast<uint32_t>(held_.size()), out,
+                o.action == EngineAction::kReemitted ? static_cast<int>(in_port) : -1);
   }
 
   // An emitted aggregate: up to the parent, or (a result) down to the children.
+  // `only_port` >= 0: a re-emitted result, sent to that child port only.
   template <class Out>
-  void from_engine(const uint8_t* d, uint32_t n, Out& out) {
+  void from_engine(const uint8_t* d, uint32_t n, Out& out, int only_port) {
     const uint16_t job = wire::load_be16(d + wire::kPanamaJobId);
     const uint8_t tree = d[wire::kPanamaTreeId];
     const int t = tree_index(job, tree);
@@ -120,6 +140,11 @@ class SwitchCore {
       return;
     }
     if (d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
+      if (only_port >= 0) {
+        ++trees_[t].results_resent;
+        out(static_cast<uint32_t>(only_port), d, n);
+        return;
+      }
       ++trees_[t].results_emitted;
       replicate(t, d, n, out);
       return;
@@ -176,6 +201,7 @@ class SwitchCore {
   std::vector<PortSwitchCounters> ports_;
   std::vector<TreeSwitchCounters> trees_;
   SwitchCounters ctr_;
+  std::vector<uint8_t> held_;  // an emission held back while its cause is decided
 };
 
 }  // namespace panama::pswitch
