@@ -74,6 +74,15 @@ def gen_hpp(m):
     for s in m["entry_status"]:
         o.append(f"  kStatus{camel(s['name'])} = {s['value']},  // {s['doc']}")
     o.append("};")
+    vals = [st["value"] for st in m["entry_status"]]
+    assert vals == list(range(len(vals))), "status codes must be 0..n-1"
+    o.append(f"constexpr uint32_t kNumEntryStatus = {len(vals)};")
+    o.append("constexpr const char* kEntryStatusNames[kNumEntryStatus] = {")
+    o.append("    " + ", ".join(f'"{st["name"]}"' for st in m["entry_status"]) + "};")
+    o.append("constexpr const char* kEntryStatusDocs[kNumEntryStatus] = {")
+    for st in m["entry_status"]:
+        o.append(f'    "{st["doc"]}",')
+    o.append("};")
     o.append("")
     o.append("// 64-bit counters: low word at +0 (reading it latches the high word), high word at +4.")
     o.append(f"constexpr uint32_t kGlobalCounterBase = 0x{m['gbase']:03X};")

@@ -61,6 +61,18 @@ enum EntryStatus : uint32_t {
   kStatusDuplicateKey = 5,  // Another enabled entry has the same (job, tree).
   kStatusBadCommand = 6,  // ENTRY_CMD value is not a command.
 };
+constexpr uint32_t kNumEntryStatus = 7;
+constexpr const char* kEntryStatusNames[kNumEntryStatus] = {
+    "OK", "BAD_INDEX", "BAD_FAN_IN", "BAD_SLOT_RANGE", "SLOT_OVERLAP", "DUPLICATE_KEY", "BAD_COMMAND"};
+constexpr const char* kEntryStatusDocs[kNumEntryStatus] = {
+    "Command done.",
+    "ENTRY_INDEX is not below NUM_ENTRIES.",
+    "Fan-in is 0, over 64, or more than the child mask allows.",
+    "Slot count is 0, over 65535, or the range runs past NUM_SLOTS.",
+    "The slot range overlaps another enabled entry's.",
+    "Another enabled entry has the same (job, tree).",
+    "ENTRY_CMD value is not a command.",
+};
 
 // 64-bit counters: low word at +0 (reading it latches the high word), high word at +4.
 constexpr uint32_t kGlobalCounterBase = 0x200;

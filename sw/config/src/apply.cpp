@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "panama/regmap.hpp"
 
 namespace panama::config {
@@ -58,40 +60,30 @@ uint32_t entry_command(RegisterAccess& regs, uint32_t index, uint32_t cmd) {
 }  // namespace
 
 std::string describe_entry_status(uint32_t status) {
-  using namespace regmap;
-  switch (status) {
-    case kStatusOk:
-      return "OK (command done)";
-    case kStatusBadIndex:
-      return "BAD_INDEX (ENTRY_INDEX is not below NUM_ENTRIES)";
-    case kStatusBadFanIn:
-      return "BAD_FAN_IN (fan-in is 0, over 64, or more than the child mask allows)";
-    case kStatusBadSlotRange:
-      return "BAD_SLOT_RANGE (slot count is 0, over 65535, or the range runs past NUM_SLOTS)";
-    case kStatusSlotOverlap:
-      return "SLOT_OVERLAP (the slot range overlaps another enabled entry's)";
-    case kStatusDuplicateKey:
-      return "DUPLICATE_KEY (another enabled entry has the same job and tree)";
-    case kStatusBadCommand:
-      return "BAD_COMMAND (ENTRY_CMD value is not a command)";
-    default:
-      return fmt::format("unknown status code {}", status);
-  }
+  if (status >= regmap::kNumEntryStatus) return fmt::format("unknown status code {}", status);
+  // The register map's sentence, as a parenthesis: "SLOT_OVERLAP (the slot range ...)".
+  std::string doc = regmap::kEntryStatusDocs[status];
+  if (!doc.empty() && doc.back() == '.') doc.pop_back();
+  if (!doc.empty()) doc[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(doc[0])));
+  return fmt::format("{} ({})", regmap::kEntryStatusNames[status], doc);
 }
 
 EngineInfo probe_engine(RegisterAccess& regs) {
   using namespace regmap;
   const uint32_t id = regs.read32(kId);
   if (id != kIdValue) {
-    throw ConfigError(fmt::format(
-        "not a PANAMA engine: ID register reads 0x{:08X}, expected 0x{:08X} ('PNMA')", id, kIdValue));
+    throw ApplyError(
+        ApplyError::Kind::kIncompatible,
+        fmt::format("not a PANAMA engine: ID register reads 0x{:08X}, expected 0x{:08X} ('PNMA')", id,
+                    kIdValue));
   }
   EngineInfo info;
   const uint32_t version = regs.read32(kVersion);
   info.version_major = version >> 16;
   info.version_minor = version & 0xFFFF;
   if (info.version_major != kVersionMajor) {
-    throw ConfigError(
+    throw ApplyError(
+        ApplyError::Kind::kIncompatible,
         fmt::format("engine register map version {}.{} is not supported (this software speaks {}.x)",
                     info.version_major, info.version_minor, kVersionMajor));
   }
@@ -107,24 +99,28 @@ EngineInfo apply_node_config(RegisterAccess& regs, const NodeConfig& cfg) {
 
   // Capacity first, so nothing is changed when the configuration cannot fit.
   if (cfg.entries.size() > info.num_entries) {
-    throw ConfigError(fmt::format("node {}: {} entries configured, the engine has only {} table entries",
-                                  cfg.node, cfg.entries.size(), info.num_entries));
+    throw ApplyError(ApplyError::Kind::kCapacity,
+                     fmt::format("node {}: {} entries configured, the engine has only {} table entries",
+                                 cfg.node, cfg.entries.size(), info.num_entries));
   }
   for (size_t i = 0; i < cfg.entries.size(); ++i) {
     const EntryConfig& e = cfg.entries[i];
     if (e.index >= info.num_entries) {
-      throw ConfigError(fmt::format("{}: index {} is past the engine's {} table entries (0..{})",
-                                    entry_name(cfg, i), e.index, info.num_entries, info.num_entries - 1));
+      throw ApplyError(ApplyError::Kind::kCapacity,
+                       fmt::format("{}: index {} is past the engine's {} table entries (0..{})",
+                                   entry_name(cfg, i), e.index, info.num_entries, info.num_entries - 1));
     }
     if (uint64_t{e.slot_base} + e.slot_count > info.num_slots) {
-      throw ConfigError(fmt::format("{}: slots {}..{} run past the engine's {} slots", entry_name(cfg, i),
-                                    e.slot_base, uint64_t{e.slot_base} + e.slot_count - 1, info.num_slots));
+      throw ApplyError(ApplyError::Kind::kCapacity,
+                       fmt::format("{}: slots {}..{} run past the engine's {} slots", entry_name(cfg, i),
+                                   e.slot_base, uint64_t{e.slot_base} + e.slot_count - 1, info.num_slots));
     }
   }
 
   regs.write32(kUdpPort, cfg.engine.udp_port);
   if (const uint32_t port = regs.read32(kUdpPort); port != cfg.engine.udp_port) {
-    throw ConfigError(
+    throw ApplyError(
+        ApplyError::Kind::kReadback,
         fmt::format("node {}: UDP_PORT reads back {} after writing {}", cfg.node, port, cfg.engine.udp_port));
   }
 
@@ -132,15 +128,16 @@ EngineInfo apply_node_config(RegisterAccess& regs, const NodeConfig& cfg) {
   // disabled too so that no stale entry blocks a new slot range or key.
   for (uint32_t idx = 0; idx < info.num_entries; ++idx) {
     if (const uint32_t st = entry_command(regs, idx, kCmdDisable); st != kStatusOk) {
-      throw ConfigError(
-          fmt::format("node {}: disabling entry {} failed: {}", cfg.node, idx, describe_entry_status(st)));
+      throw ApplyError(ApplyError::Kind::kRejected, fmt::format("node {}: disabling entry {} failed: {}",
+                                                                cfg.node, idx, describe_entry_status(st)));
     }
   }
 
   for (size_t i = 0; i < cfg.entries.size(); ++i) {
     for (const StagedRegister& r : staged_registers(cfg.entries[i])) regs.write32(r.addr, r.value);
     if (const uint32_t st = entry_command(regs, cfg.entries[i].index, kCmdCommit); st != kStatusOk) {
-      throw ConfigError(
+      throw ApplyError(
+          ApplyError::Kind::kRejected,
           fmt::format("{}: engine rejected the entry: {}", entry_name(cfg, i), describe_entry_status(st)));
     }
   }
@@ -148,13 +145,15 @@ EngineInfo apply_node_config(RegisterAccess& regs, const NodeConfig& cfg) {
   // Read back after all commits: a later commit must not have changed an earlier entry.
   for (size_t i = 0; i < cfg.entries.size(); ++i) {
     if (const uint32_t st = entry_command(regs, cfg.entries[i].index, kCmdLoad); st != kStatusOk) {
-      throw ConfigError(fmt::format("{}: reading the entry back failed: {}", entry_name(cfg, i),
-                                    describe_entry_status(st)));
+      throw ApplyError(ApplyError::Kind::kRejected,
+                       fmt::format("{}: reading the entry back failed: {}", entry_name(cfg, i),
+                                   describe_entry_status(st)));
     }
     for (const StagedRegister& r : staged_registers(cfg.entries[i])) {
       if (const uint32_t got = regs.read32(r.addr); got != r.value) {
-        throw ConfigError(fmt::format("{}: read-back mismatch in {}: wrote 0x{:08X}, read 0x{:08X}",
-                                      entry_name(cfg, i), r.name, r.value, got));
+        throw ApplyError(ApplyError::Kind::kReadback,
+                         fmt::format("{}: read-back mismatch in {}: wrote 0x{:08X}, read 0x{:08X}",
+                                     entry_name(cfg, i), r.name, r.value, got));
       }
     }
   }

@@ -148,12 +148,23 @@ void Device::apply(const config::NodeConfig& cfg) {
   }
   try {
     config::apply_node_config(*this, cfg);
-  } catch (const config::ConfigError& e) {
-    const std::string msg = e.what();
-    const bool readback =
-        msg.find("read-back") != std::string::npos || msg.find("reads back") != std::string::npos;
-    throw DriverError(readback ? ErrorKind::kReadbackMismatch : ErrorKind::kConfigRejected,
-                      spec() + ": " + msg);
+  } catch (const config::ApplyError& e) {
+    ErrorKind kind = ErrorKind::kConfigRejected;
+    switch (e.kind()) {
+      case config::ApplyError::Kind::kIncompatible:
+        kind = ErrorKind::kIncompatible;
+        break;
+      case config::ApplyError::Kind::kCapacity:
+        kind = ErrorKind::kCapacity;
+        break;
+      case config::ApplyError::Kind::kRejected:
+        kind = ErrorKind::kConfigRejected;
+        break;
+      case config::ApplyError::Kind::kReadback:
+        kind = ErrorKind::kReadbackMismatch;
+        break;
+    }
+    throw DriverError(kind, spec() + ": " + e.what());
   }
   // apply_node_config sets ENABLE last; prove it took.
   if ((read32(regmap::kControl) & regmap::kControlEnable) == 0) {

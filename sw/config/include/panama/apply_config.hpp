@@ -22,14 +22,31 @@ struct EngineInfo {
   uint32_t slot_elems = 0;
 };
 
-// Reads the identity and capacity registers. Throws ConfigError when the ID
+// Why applying a configuration failed, for callers that react differently
+// (the card driver maps these onto its own error kinds).
+class ApplyError : public ConfigError {
+ public:
+  enum class Kind {
+    kIncompatible,  // not a PANAMA engine, or an unsupported register-map version
+    kCapacity,      // more entries or slots than the engine has
+    kRejected,      // the engine refused a command (ENTRY_STATUS not OK)
+    kReadback,      // a register read back differently from what was written
+  };
+  ApplyError(Kind kind, const std::string& what) : ConfigError(what), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// Reads the identity and capacity registers. Throws ApplyError (kIncompatible) when the ID
 // register does not read 'PNMA' or the major version is not the one this
 // software speaks.
 EngineInfo probe_engine(RegisterAccess& regs);
 
 // Writes UDP_PORT, disables every table entry, commits each configured entry
 // (which empties its slots and zeroes its counters), reads every entry back
-// and sets CONTROL.ENABLE. Throws ConfigError naming the entry and the
+// and sets CONTROL.ENABLE. Throws ApplyError naming the entry and the
 // problem: capacity exceeded, an ENTRY_STATUS error code with its meaning,
 // or a read-back mismatch.
 EngineInfo apply_node_config(RegisterAccess& regs, const NodeConfig& cfg);
