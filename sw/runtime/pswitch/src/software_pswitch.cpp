@@ -36,7 +36,9 @@ struct SoftwarePswitch::Impl {
   struct Port {
     std::unique_ptr<runtime::DpdkPort> dev;
     std::unique_ptr<OutputQueue<rte_mbuf*>> queue;
-    std::unique_ptr<FaultInjector<rte_mbuf*>> faults;
+    std::unique_ptr<FaultInjector<rte_mbuf*>> faults;  // frames this port sends
+    std::unique_ptr<FaultInjector<rte_mbuf*>>
+        rx_faults;                   // frames it receives (the other direction of the link)
     std::vector<rte_mbuf*> pending;  // ready to send, in order
     uint64_t no_mbuf = 0;            // frames lost because the pool was empty
   };
@@ -80,9 +82,8 @@ struct SoftwarePswitch::Impl {
     // Receive everything waiting into the engine's queue (marking CE above
     // its K), then switch a bounded batch: the engine is the slow stage.
     for (uint32_t pi = 0; pi < ports.size(); ++pi) {
-      const uint16_t n = ports[pi].dev->rx_burst(burst, kBurst);
-      for (uint16_t i = 0; i < n; ++i) {
-        rte_mbuf* m = burst[i];
+      Port& p = ports[pi];
+      auto admit = [&](rte_mbuf* m) {
         if (m->nb_segs != 1) {
           ++segmented_drops;
           runtime::DpdkPort::free(m);
@@ -90,6 +91,17 @@ struct SoftwarePswitch::Impl {
                                          rte_pktmbuf_data_len(m), now) == EnqueueResult::kDropped) {
           runtime::DpdkPort::free(m);
         }
+      };
+      const uint16_t n = p.dev->rx_burst(burst, kBurst);
+      if (p.rx_faults->active()) {
+        auto clone = [this, &p](rte_mbuf* m) {
+          return copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+        };
+        auto release = [](rte_mbuf* m) { runtime::DpdkPort::free(m); };
+        for (uint16_t i = 0; i < n; ++i) p.rx_faults->send(burst[i], now, admit, clone, release);
+        p.rx_faults->flush(now, admit);
+      } else {
+        for (uint16_t i = 0; i < n; ++i) admit(burst[i]);
       }
       work += n;
     }
@@ -147,7 +159,9 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
     p.queue =
         std::make_unique<OutputQueue<rte_mbuf*>>(QueueConfig{ps.rate_gbps, ps.queue_bytes, ps.ecn_k_bytes});
     p.faults = std::make_unique<FaultInjector<rte_mbuf*>>(FaultConfig{ps.loss, ps.dup, ps.reorder},
-                                                          s.settings.seed * 0x9E3779B97F4A7C15ull + i);
+                                                          s.settings.seed * 0x9E3779B97F4A7C15ull + 2 * i);
+    p.rx_faults = std::make_unique<FaultInjector<rte_mbuf*>>(
+        FaultConfig{ps.loss, ps.dup, ps.reorder}, s.settings.seed * 0x9E3779B97F4A7C15ull + 2 * i + 1);
     p.pending.reserve(kMaxPending + 2 * kBurst);
     s.ports.push_back(std::move(p));
   }
@@ -200,7 +214,10 @@ nlohmann::json SoftwarePswitch::counters_json() {
     const Impl::Port& p = s.ports[i];
     const runtime::PortCounters dc = p.dev->counters();
     const QueueCounters& q = p.queue->counters();
-    const FaultCounters& f = p.faults->counters();
+    FaultCounters f = p.faults->counters();
+    f.lost += p.rx_faults->counters().lost;
+    f.duplicated += p.rx_faults->counters().duplicated;
+    f.reordered += p.rx_faults->counters().reordered;
     const PortSwitchCounters& sc = s.core->port_counters(static_cast<uint32_t>(i));
     j["ports"].push_back({{"name", s.settings.ports[i].name},
                           {"rx_frames", dc.rx_packets},

@@ -1,0 +1,247 @@
+// End-to-end runs of the virtual cluster: panama-cluster starts a software
+// PSwitch process per switch and a DPDK worker process per worker (memif
+// links), runs allreduces and checks every result bit for bit against a
+// locally computed reference (exact-summing data: see
+// sw/runtime/cluster/include/panama/cluster/test_data.hpp). These tests run
+// the binary and assert on its exit code and its JSON summary; the expected
+// counter values are computed here from the chunk mapping.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+uint64_t test_seed() {
+  static const uint64_t seed = [] {
+    const char* s = std::getenv("PANAMA_TEST_SEED");
+    return s ? std::strtoull(s, nullptr, 0) : 20240611ull;
+  }();
+  return seed;
+}
+
+struct Run {
+  int exit_code = -1;
+  std::string output;
+  json summary;
+};
+
+Run run_command(const std::string& cmd) {
+  Run r;
+  const std::string out_path =
+      (std::filesystem::temp_directory_path() / ("panama-e2e-" + std::to_string(getpid()) + ".out")).string();
+  const int st = std::system((cmd + " > " + out_path + " 2>&1").c_str());
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream f(out_path);
+  r.output.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  std::filesystem::remove(out_path);
+  return r;
+}
+
+Run cluster(const std::string& args) {
+  const std::string summary =
+      (std::filesystem::temp_directory_path() / ("panama-e2e-" + std::to_string(getpid()) + ".json"))
+          .string();
+  std::filesystem::remove(summary);
+  const std::string cmd = std::string(PANAMA_CLUSTER_EXE) + " --no-progress --seed " +
+                          std::to_string(test_seed()) + " --summary-json " + summary + " " + args;
+  UNSCOPED_INFO("seed " << test_seed() << " (override with PANAMA_TEST_SEED); command: " << cmd);
+  Run r = run_command(cmd);
+  UNSCOPED_INFO(r.output);
+  std::ifstream f(summary);
+  if (f) r.summary = json::parse(f);
+  std::filesystem::remove(summary);
+  return r;
+}
+
+// Chunks of `elems` elements in packets of `epp`, assigned to tree k mod T.
+uint64_t chunks_of_tree(uint64_t elems, uint64_t epp, uint64_t trees, uint64_t tree) {
+  const uint64_t chunks = (elems + epp - 1) / epp;
+  return chunks / trees + (tree < chunks % trees ? 1 : 0);
+}
+
+void require_all_ok(const Run& r, size_t workers) {
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.summary.value("ok", false));
+  CHECK(r.summary["mismatches"] == 0);
+  REQUIRE(r.summary["workers"].size() == workers);
+  for (const json& w : r.summary["workers"]) CHECK(w["ok"] == true);
+  CHECK_THAT(r.output, Contains("bit-exact"));
+}
+
+const json& pswitch_named(const json& summary, const std::string& name) {
+  for (const json& s : summary["pswitches"]) {
+    if (s["name"] == name) return s;
+  }
+  FAIL("no PSwitch " << name);
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("virtual cluster: a one-element allreduce", "[e2e]") {
+  const Run r = cluster("--workers 4 --trees 2 --elems 1 --iterations 2");
+  require_all_ok(r, 4);
+  const json& s0 = pswitch_named(r.summary, "s0");
+  // One chunk, on tree 0: one slot completed per iteration.
+  CHECK(s0["trees"][0]["engine"]["emitted"] == 2);
+  CHECK(s0["trees"][1]["engine"]["emitted"] == 0);
+}
+
+TEST_CASE("virtual cluster: a size that is not a multiple of the packet size", "[e2e]") {
+  const uint64_t elems = 100003, epp = 256;
+  const Run r = cluster("--workers 4 --trees 3 --elems 100003 --elems-per-packet 256 --iterations 2");
+  require_all_ok(r, 4);
+  const json& s0 = pswitch_named(r.summary, "s0");
+  for (uint64_t t = 0; t < 3; ++t) {
+    const json& e = s0["trees"][t]["engine"];
+    CHECK(e["emitted"] == 2 * chunks_of_tree(elems, epp, 3, t));
+    CHECK(e["aggregated"] == 4 * 2 * chunks_of_tree(elems, epp, 3, t));
+    CHECK(e["drop_seq_window"] == 0);
+  }
+}
+
+TEST_CASE("virtual cluster: two-tier leaf-spine, trees rooted at distinct spines, a few MiB", "[e2e]") {
+  const Run r =
+      cluster("--topology two-tier --leaves 2 --spines 2 --workers 4 --trees 2 --size 4MiB --iterations 2");
+  require_all_ok(r, 4);
+  const uint64_t elems = (4u << 20) / 4, epp = 1024;
+  // Tree 0 completes at spine0, tree 1 at spine1; each leaf aggregates its two workers.
+  const json& spine0 = pswitch_named(r.summary, "spine0");
+  const json& spine1 = pswitch_named(r.summary, "spine1");
+  REQUIRE(spine0["trees"].size() == 1);
+  REQUIRE(spine1["trees"].size() == 1);
+  CHECK(spine0["trees"][0]["tree"] == 0);
+  CHECK(spine1["trees"][0]["tree"] == 1);
+  CHECK(spine0["trees"][0]["engine"]["emitted"] == 2 * chunks_of_tree(elems, epp, 2, 0));
+  CHECK(spine1["trees"][0]["engine"]["emitted"] == 2 * chunks_of_tree(elems, epp, 2, 1));
+  for (const char* leaf : {"leaf0", "leaf1"}) {
+    const json& l = pswitch_named(r.summary, leaf);
+    for (uint64_t t = 0; t < 2; ++t) {
+      CHECK(l["trees"][t]["engine"]["emitted"] == 2 * chunks_of_tree(elems, epp, 2, t));
+      CHECK(l["trees"][t]["engine"]["aggregated"] == 2 * 2 * chunks_of_tree(elems, epp, 2, t));
+    }
+  }
+}
+
+TEST_CASE("virtual cluster: two concurrent jobs share a PSwitch", "[e2e]") {
+  const Run r = cluster("--jobs 2 --workers 3 --trees 2 --size 2MiB --iterations 2");
+  require_all_ok(r, 6);
+  const json& s0 = pswitch_named(r.summary, "s0");
+  REQUIRE(s0["trees"].size() == 4);
+  const uint64_t elems = (2u << 20) / 4;
+  for (const json& t : s0["trees"]) {
+    CHECK(t["engine"]["emitted"] == 2 * chunks_of_tree(elems, 1024, 2, t["tree"].get<uint64_t>()));
+  }
+  // Equal shares: 512 slots / 4 entries; no worker's window went past its cap.
+  for (const json& w : r.summary["workers"]) {
+    for (const json& t : w["trees"]) {
+      CHECK(t["cwnd_cap"] == 128);
+      CHECK(t["max_cwnd"].get<double>() <= 128.0);
+    }
+  }
+}
+
+TEST_CASE("virtual cluster: 1% loss, duplication and reordering, every allreduce still exact", "[e2e]") {
+  const Run r =
+      cluster("--workers 4 --trees 2 --size 2MiB --iterations 3 --loss 0.01 --dup 0.01 --reorder 0.01");
+  require_all_ok(r, 4);
+  uint64_t lost = 0, dup = 0, reordered = 0;
+  for (const json& p : pswitch_named(r.summary, "s0")["ports"]) {
+    lost += p["injected_loss"].get<uint64_t>();
+    dup += p["injected_dup"].get<uint64_t>();
+    reordered += p["injected_reorder"].get<uint64_t>();
+  }
+  CHECK(lost > 0);
+  CHECK(dup > 0);
+  CHECK(reordered > 0);
+  uint64_t retrans = 0;
+  for (const json& w : r.summary["workers"]) retrans += w["retransmissions"].get<uint64_t>();
+  CHECK(retrans > 0);  // losses were repaired by retransmission
+}
+
+TEST_CASE("virtual cluster: ECN marks at a slow link make both trees' windows back off", "[e2e]") {
+  // 0.5 Gbit/s links and K = 16 KiB: the result queues towards the workers
+  // build up and mark CE; every tree must see CE and cut its window.
+  const Run r = cluster("--workers 4 --trees 2 --size 4MiB --iterations 2 --link-rate 0.5 --ecn-k 16384");
+  require_all_ok(r, 4);
+  uint64_t marked = 0;
+  for (const json& p : pswitch_named(r.summary, "s0")["ports"]) marked += p["ecn_marked"].get<uint64_t>();
+  CHECK(marked > 0);
+  for (const json& w : r.summary["workers"]) {
+    for (const json& t : w["trees"]) {
+      CHECK(t["results_ce"].get<uint64_t>() > 0);
+      CHECK(t["cwnd_reductions"].get<uint64_t>() > 0);
+    }
+  }
+}
+
+TEST_CASE("virtual cluster: a small slot share caps the windows and the slot memory never overflows",
+          "[e2e]") {
+  // 16 slots, 2 trees: share 8 per tree, so cwnd_cap = 8.
+  const Run r = cluster("--workers 4 --trees 2 --size 2MiB --iterations 2 --packet-memory 16 --ecn-k 0");
+  require_all_ok(r, 4);
+  for (const json& w : r.summary["workers"]) {
+    for (const json& t : w["trees"]) {
+      CHECK(t["cwnd_cap"] == 8);
+      CHECK(t["max_cwnd"].get<double>() <= 8.0);
+    }
+  }
+  for (const json& t : pswitch_named(r.summary, "s0")["trees"]) CHECK(t["engine"]["drop_seq_window"] == 0);
+}
+
+TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") {
+  Run r = cluster("--size 6");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("multiple of 4"));
+  r = cluster("--size 12parsecs");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("not a size"));
+  r = cluster("--topology ring");
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.output, Contains("topology"));
+  // 3 trees x 2 jobs on 4 slots: the controller has no slot for one entry.
+  r = cluster("--jobs 2 --trees 3 --packet-memory 4 --elems 1");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("no slot"));
+
+  const std::string dir = (std::filesystem::temp_directory_path() / "panama-e2e-bad").string();
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/no-pswitch.json");
+    f << R"({"node": "x", "engine": {"udp_port": 9600}, "entries": []})";
+  }
+  r = run_command(std::string(PANAMA_PSWITCH_EXE) + " --config " + dir + "/no-pswitch.json");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("no \"pswitch\" section"));
+  {
+    std::ofstream f(dir + "/bad-port.json");
+    f << R"({"node": "x", "engine": {"udp_port": 9600}, "entries": [],
+             "pswitch": {"ports": [{"name": "a", "vdev": "net_null0"}],
+                         "trees": [{"job": 1, "tree": 0, "children": ["b"]}]}})";
+  }
+  r = run_command(std::string(PANAMA_PSWITCH_EXE) + " --config " + dir + "/bad-port.json");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("unknown port 'b'"));
+  {
+    std::ofstream f(dir + "/cluster.json");
+    f << R"({"hosts": ["w0", "w1"], "pswitches": ["s0"], "links": [{"a": "w0", "b": "s0"}]})";
+    std::ofstream j(dir + "/jobs.json");
+    j << R"({"jobs": [{"id": 1, "workers": ["w0", "w1"]}]})";
+  }
+  r = run_command(std::string(PANAMA_CONTROLLER_EXE) + " --cluster " + dir + "/cluster.json --jobs " + dir +
+                  "/jobs.json -o " + dir + "/out");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("host 'w1' has no link to a PSwitch"));
+  std::filesystem::remove_all(dir);
+}
