@@ -38,13 +38,15 @@ start=$(date +%s)
   chparam -set NUM_ENTRIES $ENTRIES -set NUM_SLOTS $SLOTS -set SLOT_WORDS $WORDS panama_engine
   synth_xilinx -family xcup -top panama_engine -flatten
   tee -o $WORK/stat.txt stat
-" > /dev/null
+" 2>&1 | grep -v -E "Replacing memory|Resizing cell port" || true
+[[ -s "$WORK/stat.txt" ]] || { echo "yosys-estimate: synthesis failed, see $WORK/yosys.log" >&2; exit 1; }
 echo "yosys-estimate: done in $(( $(date +%s) - start )) s"
 
 # Sum the cell counts by resource class.
 awk '
-  $1 ~ /^LUT[1-6]$/ || $1 == "LUT6_2" { lut += $2 }
+  $1 ~ /^LUT[1-6]$/ || $1 == "LUT6_2" || $1 == "INV" { lut += $2 }
   $1 ~ /^FD[CPRS]E?$/ { ff += $2 }
+  $1 ~ /^MUXF[789]$/ { muxf += $2 }
   $1 ~ /^CARRY(4|8)$/ { carry += $2 }
   $1 ~ /^DSP48E2$/ { dsp += $2 }
   $1 ~ /^RAMB36E2$/ { bram36 += $2 }
@@ -55,11 +57,12 @@ awk '
   END {
     printf "LUT      %d\n", lut
     printf "FF       %d\n", ff
-    printf "CARRY8   %d\n", carry
+    printf "CARRY    %d (CARRY4/CARRY8 cells as Yosys maps them)\n", carry
     printf "DSP48E2  %d\n", dsp
     printf "RAMB36   %d\n", bram36
     printf "RAMB18   %d\n", bram18
     printf "URAM288  %d\n", uram
     printf "LUTRAM   %d cells\n", lutram
     printf "SRL      %d cells\n", srl
+    printf "MUXF7-9  %d\n", muxf
   }' "$WORK/stat.txt"
