@@ -1,10 +1,15 @@
 // Engine backends for the simulation harnesses: "model" runs the HLS C++
-// engine (panama::DefaultEngine) directly.
+// engine (panama::DefaultEngine) directly; "rtl" runs the Verilated RTL
+// engine (panama::cosim::RtlEngine) cycle by cycle through its AXI ports,
+// when the build has it (Verilator found).
 #include "panama/engine_backend.hpp"
 
 #include <stdexcept>
 
 #include "panama/engine.hpp"
+#ifdef PANAMA_HAVE_RTL_ENGINE
+#include "panama/rtl_engine.hpp"
+#endif
 
 namespace panama {
 
@@ -24,11 +29,30 @@ class ModelBackend final : public EngineBackend {
   std::unique_ptr<DefaultEngine> engine_;
 };
 
+#ifdef PANAMA_HAVE_RTL_ENGINE
+class RtlBackend final : public EngineBackend {
+ public:
+  std::string name() const override { return "rtl"; }
+  uint32_t reg_read(uint32_t addr) override { return rtl_.reg_read(addr); }
+  void reg_write(uint32_t addr, uint32_t value) override { rtl_.reg_write(addr, value); }
+  void process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink) override {
+    rtl_.process_frame_fn(frame, len, sink);
+  }
+
+ private:
+  cosim::RtlEngine rtl_;
+};
+#endif
+
 }  // namespace
 
 const std::vector<EngineBackendInfo>& engine_backends() {
   static const std::vector<EngineBackendInfo> backends = {
       {"model", "the HLS C++ engine (golden model)", [] { return std::make_unique<ModelBackend>(); }},
+#ifdef PANAMA_HAVE_RTL_ENGINE
+      {"rtl", "the Verilated RTL engine (hw/rtl), co-simulated cycle by cycle",
+       [] { return std::make_unique<RtlBackend>(); }},
+#endif
   };
   return backends;
 }
