@@ -149,33 +149,13 @@ void stop_children(std::vector<Child>& children, bool workers, double grace_s) {
   }
 }
 
-std::string socket_of(const std::string& vdev) {
-  const size_t at = vdev.find("socket=");
-  if (at == std::string::npos) return {};
-  return vdev.substr(at + 7, vdev.find(',', at) - (at + 7));
-}
-
-// True when a unix socket listens on `path`: memif uses the abstract
-// namespace by default (no file; /proc/net/unix lists it as "@path").
-bool socket_listening(const std::string& path) {
-  if (std::filesystem::exists(path)) return true;
-  std::ifstream f("/proc/net/unix");
-  const std::string abstract = "@" + path;
-  for (std::string line; std::getline(f, line);) {
-    if (line.size() >= abstract.size() &&
-        line.compare(line.size() - abstract.size(), abstract.size(), abstract) == 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Waits until a PSwitch listens on the memif socket `path`; throws when a
-// PSwitch died or it takes too long.
-void wait_for_socket(const std::string& path, std::vector<Child>& children) {
-  if (path.empty()) return;
-  const auto deadline = Clock::now() + std::chrono::seconds(30);
-  while (!socket_listening(path)) {
+// Waits until PSwitch `c` is ready: it writes its first counters file after
+// every port has started. (A memif server socket exists earlier, at device
+// probe; a client that connects before the server port is started is turned
+// away and does not retry.) Throws when a PSwitch died or it takes too long.
+void wait_until_ready(const Child& ready, const std::string& stats_path, std::vector<Child>& children) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(stats_path)) {
     for (Child& c : children) {
       if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
         c.exited = true;
@@ -183,7 +163,8 @@ void wait_for_socket(const std::string& path, std::vector<Child>& children) {
       }
     }
     if (g_signal.load() != 0) throw std::runtime_error("interrupted during start-up");
-    if (Clock::now() > deadline) throw std::runtime_error("timed out waiting for " + path);
+    if (Clock::now() > deadline)
+      throw std::runtime_error("timed out waiting for PSwitch " + ready.name + " to start");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -325,19 +306,17 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
       }
     }
     for (const controller::SwitchOutput* s : order) {
-      for (const auto& p : s->settings.ports) {
-        if (p.vdev.find("role=client") != std::string::npos) wait_for_socket(socket_of(p.vdev), children);
-      }
       Child c;
       c.name = s->node.node;
       c.log_path = run_dir + "/" + c.name + ".log";
+      const std::string stats = run_dir + "/" + c.name + ".stats.json";
       c.pid = spawn(self_exe,
-                    {"--internal-pswitch", run_dir + "/" + c.name + ".json", "--internal-stats",
-                     run_dir + "/" + c.name + ".stats.json", "--internal-prefix", prefix_of(c.name)},
+                    {"--internal-pswitch", run_dir + "/" + c.name + ".json", "--internal-stats", stats,
+                     "--internal-prefix", prefix_of(c.name)},
                     c.log_path, nullptr);
       children.push_back(c);
+      wait_until_ready(children.back(), stats, children);
     }
-    for (const auto& w : dep.workers) wait_for_socket(socket_of(w.vdev), children);
     for (const auto& w : dep.workers) {
       Child c;
       c.name = w.host;
@@ -545,7 +524,8 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
     std::ofstream f(opt.summary_path);
     f << summary.dump(2) << "\n";
   }
-  if (!opt.keep && opt.run_dir.empty()) {
+  // A failed run keeps its logs for a look; an interrupted one does not.
+  if (!opt.keep && opt.run_dir.empty() && (ok || interrupted)) {
     std::filesystem::remove_all(run_dir);
   } else {
     std::fprintf(stderr, "panama-cluster: configs, plans, logs and counters kept in %s\n", run_dir.c_str());

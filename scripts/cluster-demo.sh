@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds panama-cluster and runs the
+# default virtual cluster (one software PSwitch, 4 workers, 2 trees, three
+# 64 MiB allreduces checked bit for bit). Arguments go to panama-cluster,
+# e.g. scripts/cluster-demo.sh --topology two-tier --iterations 5
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD_DIR" --target panama-cluster -j "${JOBS:-2}"
+exec "$BUILD_DIR/sw/runtime/cluster/panama-cluster" "$@"
