@@ -5,6 +5,8 @@
 // sw/runtime/cluster/include/panama/cluster/test_data.hpp). These tests run
 // the binary and assert on its exit code and its JSON summary; the expected
 // counter values are computed here from the chunk mapping.
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,6 +170,62 @@ TEST_CASE("virtual cluster: 1% loss, duplication and reordering, every allreduce
   uint64_t retrans = 0;
   for (const json& w : r.summary["workers"]) retrans += w["retransmissions"].get<uint64_t>();
   CHECK(retrans > 0);  // losses were repaired by retransmission
+}
+
+TEST_CASE("virtual cluster: 1% faults on every link of a two-tier fabric", "[e2e]") {
+  const Run r = cluster(
+      "--topology two-tier --workers 4 --trees 2 --size 2MiB --iterations 2 --loss 0.01 --dup 0.01 --reorder "
+      "0.01");
+  require_all_ok(r, 4);
+  uint64_t injected = 0;
+  for (const json& s : r.summary["pswitches"]) {
+    for (const json& p : s["ports"]) injected += p["injected_loss"].get<uint64_t>();
+  }
+  CHECK(injected > 0);
+}
+
+TEST_CASE("virtual cluster: Ctrl-C stops every process and leaves no DPDK runtime state", "[e2e]") {
+  const std::string run_dir =
+      (std::filesystem::temp_directory_path() / ("panama-e2e-int-" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(run_dir);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setpgid(0, 0);  // its own group, like a shell job: the "terminal" signals the whole group
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(devnull, STDERR_FILENO);
+    execl(PANAMA_CLUSTER_EXE, PANAMA_CLUSTER_EXE, "--no-progress", "--iterations", "1000", "--size", "16MiB",
+          "--run-dir", run_dir.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  // Wait until the workers run (their plans are written after the PSwitches are up).
+  auto processes_using = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream f(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (cmd.find("--internal-") != std::string::npos && cmd.find(run_dir) != std::string::npos) ++n;
+    }
+    return n;
+  };
+  for (int i = 0; i < 200 && processes_using() < 5; ++i) usleep(50000);
+  REQUIRE(processes_using() == 5);  // one PSwitch, four workers
+  usleep(500000);
+  kill(-pid, SIGINT);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(processes_using() == 0);
+  // The DPDK runtime directories of the nodes (/var/run/dpdk/pnm<pid>-<node>) are gone.
+  if (std::filesystem::exists("/var/run/dpdk")) {
+    for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk")) {
+      CHECK(e.path().filename().string().rfind("pnm" + std::to_string(pid) + "-", 0) != 0);
+    }
+  }
+  std::filesystem::remove_all(run_dir);
 }
 
 TEST_CASE("virtual cluster: ECN marks at a slow link make both trees' windows back off", "[e2e]") {
