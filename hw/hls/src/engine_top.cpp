@@ -31,10 +31,13 @@ struct AxisSink {
 };
 
 }  // namespace
+}  // namespace panama
 
-void panama_engine_top(hlsc::stream<hlsc::AxisWord>& s_axis, hlsc::stream<hlsc::AxisWord>& m_axis,
-                       uint32_t ctrl_seq, uint32_t ctrl_op, uint32_t ctrl_addr, uint32_t ctrl_wdata,
-                       uint32_t* ctrl_ack, uint32_t* ctrl_rdata) {
+void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
+                       panama::hlsc::stream<panama::hlsc::AxisWord>& m_axis, uint32_t ctrl_seq,
+                       uint32_t ctrl_op, uint32_t ctrl_addr, uint32_t ctrl_wdata, uint32_t* ctrl_ack,
+                       uint32_t* ctrl_rdata) {
+  using namespace panama;
   PANAMA_HLS(INTERFACE mode = axis port = s_axis)
   PANAMA_HLS(INTERFACE mode = axis port = m_axis)
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_seq bundle = control)
@@ -80,5 +83,3 @@ void panama_engine_top(hlsc::stream<hlsc::AxisWord>& s_axis, hlsc::stream<hlsc::
   AxisSink sink{m_axis};
   engine.process_frame(frame, len, sink);
 }
-
-}  // namespace panama

@@ -10,8 +10,11 @@ namespace panama {
 constexpr uint32_t kCtrlOpRead = 1;
 constexpr uint32_t kCtrlOpWrite = 2;
 
-void panama_engine_top(hlsc::stream<hlsc::AxisWord>& s_axis, hlsc::stream<hlsc::AxisWord>& m_axis,
-                       uint32_t ctrl_seq, uint32_t ctrl_op, uint32_t ctrl_addr, uint32_t ctrl_wdata,
-                       uint32_t* ctrl_ack, uint32_t* ctrl_rdata);
-
 }  // namespace panama
+
+// The top function lives at global scope so that Vitis HLS's `set_top` can
+// name it directly.
+void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
+                       panama::hlsc::stream<panama::hlsc::AxisWord>& m_axis, uint32_t ctrl_seq,
+                       uint32_t ctrl_op, uint32_t ctrl_addr, uint32_t ctrl_wdata, uint32_t* ctrl_ack,
+                       uint32_t* ctrl_rdata);
