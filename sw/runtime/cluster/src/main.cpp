@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "panama/cluster/cluster.hpp"
+#include "panama/node_config.hpp"
 #include "panama/pswitch/pswitch_process.hpp"
 
 namespace {
@@ -58,6 +59,19 @@ int internal_main(int argc, char** argv) {
     return 2;
   }
   w.vdev = vdev;
+  if (const char* left = arg_after(argc, argv, "--ring-left")) {
+    const char* right = arg_after(argc, argv, "--ring-right");
+    panama::config::MacAddress l{}, r{};
+    if (!right || !panama::config::parse_mac(left, l) || !panama::config::parse_mac(right, r)) {
+      std::fprintf(stderr, "internal worker: bad ring peers\n");
+      return 2;
+    }
+    if (const char* p = arg_after(argc, argv, "--internal-prefix")) w.file_prefix = p;
+    w.seed = std::strtoull(seed, nullptr, 10);
+    w.elems = std::strtoull(elems, nullptr, 10);
+    w.iterations = static_cast<uint32_t>(std::strtoul(iters, nullptr, 10));
+    return panama::cluster::run_ring_worker(w, panama::cluster::RingPeers{l, r});
+  }
   if (const char* p = arg_after(argc, argv, "--internal-prefix")) w.file_prefix = p;
   w.seed = std::strtoull(seed, nullptr, 10);
   w.elems = std::strtoull(elems, nullptr, 10);
@@ -135,8 +149,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--summary-json", o.summary_path, "write the summary as JSON to this file");
   app.add_flag("!--no-progress", o.progress, "no progress line on stderr");
+  std::string baseline = "none";
+  app.add_option("--baseline", baseline,
+                 "ring: run a host ring allreduce over the same links instead (for comparison)")
+      ->check(CLI::IsMember({"none", "ring"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  o.ring_baseline = baseline == "ring";
   if (elems > 0) {
     o.elems = elems;
   } else {

@@ -275,6 +275,8 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
                opt.topology.c_str(), dep.switches.size(), opt.jobs, opt.workers, opt.trees,
                human_bytes(size_bytes).c_str(), opt.iterations, opt.link_gbps,
                (opt.loss + opt.dup + opt.reorder) > 0 ? " (fault injection on)" : "");
+  if (opt.ring_baseline)
+    std::fprintf(stderr, "  baseline: host ring allreduce (no in-network aggregation)\n");
   for (const auto& t : dep.trees) {
     std::fprintf(stderr, "  job %u tree %u rooted at %s\n", t.job, t.tree, t.root.c_str());
   }
@@ -322,11 +324,32 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
       c.name = w.host;
       c.is_worker = true;
       c.log_path = run_dir + "/" + c.name + ".log";
-      c.pid = spawn(self_exe,
-                    {"--internal-worker", run_dir + "/" + w.host + ".plan.json", "--internal-vdev", w.vdev,
-                     "--internal-prefix", prefix_of(c.name), "--seed", std::to_string(opt.seed), "--elems",
-                     std::to_string(opt.elems), "--iterations", std::to_string(opt.iterations)},
-                    c.log_path, &c.out_fd);
+      std::vector<std::string> args = {"--internal-worker",
+                                       run_dir + "/" + w.host + ".plan.json",
+                                       "--internal-vdev",
+                                       w.vdev,
+                                       "--internal-prefix",
+                                       prefix_of(c.name),
+                                       "--seed",
+                                       std::to_string(opt.seed),
+                                       "--elems",
+                                       std::to_string(opt.elems),
+                                       "--iterations",
+                                       std::to_string(opt.iterations)};
+      if (opt.ring_baseline) {
+        // Neighbours in rank order within the job.
+        auto mac_of_rank = [&](uint32_t rank) {
+          for (const auto& o : dep.workers) {
+            if (o.plan.job_id == w.plan.job_id && o.plan.rank == rank)
+              return config::format_mac(o.plan.local_mac);
+          }
+          return std::string();
+        };
+        const uint32_t n = w.plan.world_size;
+        args.insert(args.end(), {"--ring-left", mac_of_rank((w.plan.rank + n - 1) % n), "--ring-right",
+                                 mac_of_rank((w.plan.rank + 1) % n)});
+      }
+      c.pid = spawn(self_exe, args, c.log_path, &c.out_fd);
       children.push_back(c);
     }
   } catch (const std::exception& e) {
@@ -407,10 +430,16 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
   sigaction(SIGTERM, &old_term, nullptr);
 
   // ---------------------------------------------------------------- summarise
-  json summary = {
-      {"topology", opt.topology},   {"workers_per_job", opt.workers}, {"jobs", opt.jobs},
-      {"trees", opt.trees},         {"bytes", opt.elems * 4},         {"iterations", opt.iterations},
-      {"link_gbps", opt.link_gbps}, {"workers", json::array()},       {"pswitches", json::array()}};
+  json summary = {{"baseline", opt.ring_baseline ? "ring" : "none"},
+                  {"topology", opt.topology},
+                  {"workers_per_job", opt.workers},
+                  {"jobs", opt.jobs},
+                  {"trees", opt.trees},
+                  {"bytes", opt.elems * 4},
+                  {"iterations", opt.iterations},
+                  {"link_gbps", opt.link_gbps},
+                  {"workers", json::array()},
+                  {"pswitches", json::array()}};
   uint64_t mismatches = 0;
   uint32_t failed = 0;
   for (Child& c : children) {

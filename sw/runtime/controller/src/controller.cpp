@@ -16,6 +16,11 @@ namespace {
 
 using nlohmann::json;
 
+// memif buffers large enough for a whole jumbo frame: with the default 2 KiB
+// buffers a frame spans several descriptors, and under load frames of more
+// than 2 KiB went missing between processes.
+constexpr const char* kMemifArgs = ",bsize=10240";
+
 [[noreturn]] void fail(const std::string& what) {
   throw ControllerError(what);
 }
@@ -486,8 +491,8 @@ Deployment plan_deployment(const ClusterDesc& c, const JobsDesc& jd) {
       const std::string sock = c.run_dir + "/" + (server ? sd.name + "-" + n : n + "-" + sd.name) + ".sock";
       if (sock.size() >= 108)
         fail("cluster.run_dir: socket path '" + sock + "' is too long (unix sockets allow 107 bytes)");
-      port.vdev =
-          "net_memif" + std::to_string(p) + ",role=" + (server ? "server" : "client") + ",socket=" + sock;
+      port.vdev = "net_memif" + std::to_string(p) + ",role=" + (server ? "server" : "client") +
+                  ",socket=" + sock + kMemifArgs;
       port.rate_gbps = sw_rates[s][p];
       port.queue_bytes = c.port_defaults.queue_bytes;
       port.ecn_k_bytes = c.port_defaults.ecn_k_bytes;
@@ -571,8 +576,8 @@ Deployment plan_deployment(const ClusterDesc& c, const JobsDesc& jd) {
       tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
       p.trees.push_back(tp);
     }
-    wo.vdev =
-        "net_memif0,role=client,socket=" + c.run_dir + "/" + c.switches[leaf].name + "-" + hd.name + ".sock";
+    wo.vdev = "net_memif0,role=client,socket=" + c.run_dir + "/" + c.switches[leaf].name + "-" + hd.name +
+              ".sock" + kMemifArgs;
     try {
       runtime::validate_plan(p);
     } catch (const runtime::PlanError& e) {

@@ -5,6 +5,7 @@
 // PSwitch counters. docs/cluster.md describes it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct ClusterOptions {
   double stall_timeout_s = 60.0;  // abort when no allreduce makes progress this long
   std::string summary_path;       // also write the summary as JSON here
   bool progress = true;
+  bool ring_baseline = false;  // host ring allreduce instead of in-network aggregation
 };
 
 // Runs the whole virtual cluster; returns the exit code (0: every result
@@ -49,6 +51,15 @@ struct WorkerOptions {
   uint64_t elems = 0;
   uint32_t iterations = 1;
 };
+
+// The left and right neighbours of a ring-allreduce worker.
+struct RingPeers {
+  std::array<uint8_t, 6> left{}, right{};
+};
+
+// A worker of the ring-allreduce baseline (--baseline ring): same data, same
+// checks, same reports as run_worker, over the same links.
+int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers);
 
 // One worker process (started by run_cluster): prints progress lines
 // "P <iteration> <bytes done>" and a final "R <json>" on stdout.
