@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): allreduce goodput of the virtual cluster against the
 # emulated link rate, for 2/4/8 workers and 1/2/4 trees, on one software
-# PSwitch. Prints a Markdown table with the date, the machine and the exact
+# PSwitch, and of a host ring allreduce over the same links (rows "ring"). Prints a Markdown table with the date, the machine and the exact
 # commands. Environment: BUILD_DIR (build), SIZE (32MiB), ITERATIONS (3),
 # RATES ("1 10", Gbit/s), WORKERS ("2 4 8"), TREES ("1 2 4").
 set -euo pipefail
@@ -23,14 +23,17 @@ trap 'rm -rf "$tmp"' EXIT
 echo "## Virtual-cluster goodput ($(date -u +%Y-%m-%d), $(nproc) CPUs, $(git rev-parse --short HEAD 2>/dev/null || echo unknown))"
 echo
 echo "Command per row: \`$EXE --workers W --trees T --link-rate R --size $SIZE --iterations $ITERATIONS --no-progress\`"
+echo "(ring rows: the same with \`--baseline ring\`)."
 echo
 echo "| link Gbit/s | workers | trees | goodput Gbit/s (mean) | best | % of link | retransmissions | CE results (rank 0) | result |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for rate in $RATES; do
   for w in $WORKERS; do
-    for t in $TREES; do
+    for t in $TREES ring; do
       echo "bench: rate $rate workers $w trees $t" >&2
-      "$EXE" --workers "$w" --trees "$t" --link-rate "$rate" --size "$SIZE" --iterations "$ITERATIONS" \
+      rm -f "$tmp/s.json"
+      if [ "$t" = ring ]; then extra=(--baseline ring); else extra=(--trees "$t"); fi
+      "$EXE" --workers "$w" "${extra[@]}" --link-rate "$rate" --size "$SIZE" --iterations "$ITERATIONS" \
         --no-progress --summary-json "$tmp/s.json" >"$tmp/out" 2>&1 || true
       python3 - "$tmp/s.json" "$rate" "$w" "$t" <<'PY'
 import json, sys
