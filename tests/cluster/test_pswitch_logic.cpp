@@ -27,6 +27,26 @@ std::vector<uint8_t> ip_frame(uint32_t len, uint8_t ecn) {
 
 }  // namespace
 
+TEST_CASE("pswitch section: bad values are rejected with the key named") {
+  const nlohmann::json good = {{"ports", {{{"name", "a"}, {"vdev", "net_null0"}}}}};
+  CHECK(settings_from_json(good).ports[0].queue_bytes == 4u << 20);  // default
+  auto bad = [&](const char* key, nlohmann::json v) {
+    nlohmann::json j = good;
+    j["ports"][0][key] = v;
+    return j;
+  };
+  CHECK_THROWS_WITH(settings_from_json(bad("queue_bytes", -1)), Catch::Contains("ports[0].queue_bytes"));
+  CHECK_THROWS_WITH(settings_from_json(bad("loss", 2.0)), Catch::Contains("probability"));
+  CHECK_THROWS_WITH(settings_from_json(bad("rate_gbps", "fast")), Catch::Contains("wrong type"));
+  nlohmann::json dup = good;
+  dup["ports"].push_back({{"name", "a"}});
+  CHECK_THROWS_WITH(settings_from_json(dup), Catch::Contains("appears twice"));
+  nlohmann::json tree = good;
+  tree["trees"] = {{{"job", 1}, {"tree", 0}, {"parent", "a"}, {"children", {"a"}}}};
+  CHECK_THROWS_WITH(settings_from_json(tree), Catch::Contains("both parent and child"));
+  CHECK_THROWS_WITH(settings_from_json(nlohmann::json::object()), Catch::Contains("\"ports\""));
+}
+
 TEST_CASE("mark_ce sets CE on ECT frames only and keeps the IPv4 checksum valid") {
   auto f = ip_frame(1000, wire::kEcnEct0);
   CHECK(mark_ce(f.data(), static_cast<uint32_t>(f.size())) == EcnMark::kMarked);

@@ -2,6 +2,7 @@
 #include "panama/pswitch/settings.hpp"
 
 #include <set>
+#include <type_traits>
 
 namespace panama::pswitch {
 
@@ -16,6 +17,13 @@ using nlohmann::json;
 template <class T>
 T get_or(const json& j, const char* key, T dflt, const std::string& where) {
   if (!j.contains(key)) return dflt;
+  if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+    // get<uint64_t>() would turn -1 into 2^64-1.
+    const json& v = j.at(key);
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
+      fail(where + "." + key + " must be a non-negative integer");
+    }
+  }
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
