@@ -286,8 +286,8 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {
-  }, old_term{};
+  struct sigaction old_int {};
+  struct sigaction old_term {};
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
 
