@@ -68,12 +68,12 @@ int main(int argc, char** argv) {
       sc.ports = {names.second};
       plan.job_id = 1;
       plan.local_mac = {0x02, 0, 0, 0, 1, 0};
-      plan.local_ip = parse_ipv4("10.0.1.1");
+      plan.local_ip = 0x0A000101;  // 10.0.1.1
       for (unsigned t = 0; t < trees; ++t) {
         TreePlan tp;
         tp.tree_id = static_cast<uint8_t>(t);
         tp.dst_mac = {0x02, 0, 0, 0, 0, 0xFE};
-        tp.dst_ip = parse_ipv4("10.0.0.254");
+        tp.dst_ip = 0x0A0000FE;  // 10.0.0.254
         plan.trees.push_back(tp);
         sc.entries.push_back({1, static_cast<uint8_t>(t), 1, 0x1, 64});
       }

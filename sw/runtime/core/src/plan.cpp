@@ -86,19 +86,18 @@ void opt_double(const json& obj, const std::string& where, const char* key, doub
 }
 
 MacAddress mac_at(const json& v, const std::string& where) {
-  try {
-    return parse_mac(get_string(v, where));
-  } catch (const PlanError& e) {
-    fail(where, e.what());
-  }
+  const std::string text = get_string(v, where);
+  MacAddress m{};
+  if (!config::parse_mac(text, m))
+    fail(where, "not a MAC address (expected aa:bb:cc:dd:ee:ff): \"" + text + "\"");
+  return m;
 }
 
 uint32_t ip_at(const json& v, const std::string& where) {
-  try {
-    return parse_ipv4(get_string(v, where));
-  } catch (const PlanError& e) {
-    fail(where, e.what());
-  }
+  const std::string text = get_string(v, where);
+  uint32_t ip = 0;
+  if (!config::parse_ipv4(text, ip)) fail(where, "not an IPv4 address (expected a.b.c.d): \"" + text + "\"");
+  return ip;
 }
 
 CongestionParams parse_congestion(const json& c, const std::string& where) {
@@ -132,52 +131,6 @@ TreePlan parse_tree(const json& t, const std::string& where) {
 }
 
 }  // namespace
-
-MacAddress parse_mac(const std::string& text) {
-  MacAddress m{};
-  unsigned v[6];
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
-                  &tail) != 6 ||
-      text.size() != 17) {
-    throw PlanError("not a MAC address (expected aa:bb:cc:dd:ee:ff): \"" + text + "\"");
-  }
-  for (int i = 0; i < 6; ++i) m[i] = static_cast<uint8_t>(v[i]);
-  return m;
-}
-
-uint32_t parse_ipv4(const std::string& text) {
-  uint32_t ip = 0;
-  int parts = 0;
-  size_t i = 0;
-  while (parts < 4) {
-    size_t start = i;
-    uint32_t x = 0;
-    while (i < text.size() && text[i] >= '0' && text[i] <= '9' && i - start < 3)
-      x = x * 10 + (text[i++] - '0');
-    if (i == start || x > 255) break;
-    ip = (ip << 8) | x;
-    ++parts;
-    if (parts < 4) {
-      if (i >= text.size() || text[i] != '.') break;
-      ++i;
-    }
-  }
-  if (parts != 4 || i != text.size())
-    throw PlanError("not an IPv4 address (expected a.b.c.d): \"" + text + "\"");
-  return ip;
-}
-
-std::string format_mac(const MacAddress& m) {
-  char buf[18];
-  std::snprintf(buf, sizeof buf, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-  return buf;
-}
-
-std::string format_ipv4(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
-         std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
-}
 
 void validate_plan(const Plan& p) {
   if (p.world_size < 1) fail("world_size", "must be at least 1");
@@ -260,8 +213,8 @@ std::string plan_to_json(const Plan& p) {
   j["world_size"] = p.world_size;
   j["udp_port"] = p.udp_port;
   if (!p.device.empty()) j["device"] = p.device;
-  j["local_mac"] = format_mac(p.local_mac);
-  j["local_ip"] = format_ipv4(p.local_ip);
+  j["local_mac"] = config::format_mac(p.local_mac);
+  j["local_ip"] = config::format_ipv4(p.local_ip);
   j["elems_per_packet"] = p.elems_per_packet;
   j["dscp"] = p.dscp;
   j["ttl"] = p.ttl;
@@ -269,8 +222,8 @@ std::string plan_to_json(const Plan& p) {
   for (const TreePlan& t : p.trees) {
     j["trees"].push_back({{"tree_id", t.tree_id},
                           {"child_id", t.child_id},
-                          {"dst_mac", format_mac(t.dst_mac)},
-                          {"dst_ip", format_ipv4(t.dst_ip)},
+                          {"dst_mac", config::format_mac(t.dst_mac)},
+                          {"dst_ip", config::format_ipv4(t.dst_ip)},
                           {"initial_cwnd_cap", t.initial_cwnd_cap}});
   }
   const CongestionParams& c = p.congestion;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "panama/node_config.hpp"
+
 namespace panama::runtime {
 
 // A bad plan: the message names the offending key, e.g. "trees[1].dst_ip: ...".
@@ -22,7 +24,7 @@ class PlanError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-using MacAddress = std::array<uint8_t, 6>;
+using MacAddress = config::MacAddress;
 
 // Congestion control and retransmission (docs/runtime.md, "Congestion control").
 struct CongestionParams {
@@ -71,11 +73,9 @@ std::string plan_to_json(const Plan& plan);
 // Validates a plan built in code; throws PlanError like parse_plan.
 void validate_plan(const Plan& plan);
 
-// Address helpers shared by the plan and the tools. Throw PlanError.
-MacAddress parse_mac(const std::string& text);
-uint32_t parse_ipv4(const std::string& text);
-std::string format_mac(const MacAddress& mac);
-std::string format_ipv4(uint32_t ip);
+// Addresses are parsed and printed by panama::config's parse_mac /
+// parse_ipv4 / format_mac / format_ipv4 (panama/node_config.hpp), the same
+// rules as node configurations.
 
 bool operator==(const CongestionParams& a, const CongestionParams& b);
 bool operator==(const TreePlan& a, const TreePlan& b);
