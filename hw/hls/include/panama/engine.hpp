@@ -191,11 +191,7 @@ class Engine {
       bk.ecn = h.ecn;
       bk.cwnd_cap = h.cwnd_cap;
       bk.elem_count = h.elem_count;
-      uint32_t* d = data_[slot][bank];
-      for (uint32_t i = 0; i < h.elem_count; ++i) {
-        PANAMA_HLS(PIPELINE II = 1)
-        d[i] = wire::load_le32(frame + wire::kPayloadOffset + 4 * i);
-      }
+      fp32_load_run(data_[slot][bank], frame + wire::kPayloadOffset, h.elem_count);
     } else if (bk.state == kDone) {
       if (is_retrans) {
         ++global_[kGcRetransServed];
@@ -214,11 +210,7 @@ class Engine {
         ++entry_ctr_[e][kEcDropCountMismatch];
         return drop(kGcDropCountMismatch, e);
       }
-      uint32_t* d = data_[slot][bank];
-      for (uint32_t i = 0; i < h.elem_count; ++i) {
-        PANAMA_HLS(PIPELINE II = 1)
-        d[i] = fp32_add(d[i], wire::load_le32(frame + wire::kPayloadOffset + 4 * i));
-      }
+      fp32_add_run(data_[slot][bank], frame + wire::kPayloadOffset, h.elem_count);
       bk.contributed |= child_bit;
       bk.count += 1;
       bk.ecn |= h.ecn;

@@ -6,11 +6,28 @@
 // -0 + -0 = -0 and x + -x = +0. It equals x86 SSE `float` addition (without
 // FTZ/DAZ) bit for bit, except that NaN results are canonical. Synthesizable:
 // fixed-width integers, a bounded loop, no floating-point types.
+//
+// fp32_add_run / fp32_load_run work on a whole payload. Under HLS they are the
+// integer loops (pipelined, II=1). On x86-64 hosts fp32_add_run uses SSE
+// binary32 addition, which is the same function once NaNs are made canonical,
+// but only while MXCSR holds the IEEE defaults (round to nearest, no FTZ/DAZ,
+// exceptions masked); otherwise, and on other hosts or under -ffast-math, it
+// runs the integer adder. The result never depends on the path taken.
 #pragma once
 
 #include <stdint.h>
 
 #include "panama/hls_compat.hpp"
+
+// -ffast-math (or -ffinite-math-only) could fold the NaN test away: integer path.
+#if defined(__SYNTHESIS__) || defined(PANAMA_VITIS_HLS) || !defined(__x86_64__) || !defined(__SSE2__) || \
+    defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+#define PANAMA_FP32_SSE_PATH 0
+#else
+#define PANAMA_FP32_SSE_PATH 1
+#include <emmintrin.h>
+#include <string.h>
+#endif
 
 namespace panama {
 
@@ -96,6 +113,104 @@ inline uint32_t fp32_add(uint32_t a, uint32_t b) {
   uint32_t mag = (normal ? ((e - 1) << 23) : 0u) + sig;
   if (mag >= 0x7F800000u) mag = 0x7F800000u;  // overflow to infinity
   return sign | mag;
+}
+
+// Little-endian 32-bit load from bytes (the payload byte order).
+inline uint32_t fp32_load_le(const uint8_t* p) {
+  PANAMA_HLS(INLINE)
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
+// acc[i] = fp32_add(acc[i], element i of payload_le), i < n, with the
+// integer adder. The reference for fp32_add_run and its path under HLS.
+inline void fp32_add_run_integer(uint32_t* acc, const uint8_t* payload_le, uint32_t n) {
+  PANAMA_HLS(INLINE)
+  for (uint32_t i = 0; i < n; ++i) {
+    PANAMA_HLS(PIPELINE II = 1)
+    acc[i] = fp32_add(acc[i], fp32_load_le(payload_le + 4 * i));
+  }
+}
+
+#if PANAMA_FP32_SSE_PATH
+// MXCSR fields that must hold their IEEE defaults for SSE addition to equal
+// fp32_add: DAZ (bit 6), the six exception masks (bits 7-12, all set, so an
+// sNaN cannot trap), rounding control (bits 13-14, 00 = nearest) and FTZ
+// (bit 15). Bits 0-5 are the sticky exception flags.
+constexpr uint32_t kMxcsrControlMask = 0xFFC0u;
+constexpr uint32_t kMxcsrIeeeDefault = 0x1F80u;
+
+// Adds four lanes and replaces NaN lanes by the canonical NaN.
+inline __m128 fp32_sse_add_canonical(__m128 a, __m128 b) {
+  const __m128 sum = _mm_add_ps(a, b);
+  const __m128 nan = _mm_cmpunord_ps(sum, sum);
+  const __m128 canon = _mm_castsi128_ps(_mm_set1_epi32(static_cast<int>(kCanonicalNan)));
+  return _mm_or_ps(_mm_andnot_ps(nan, sum), _mm_and_ps(nan, canon));
+}
+#endif
+
+// True when fp32_add_run takes the hardware path in the current
+// floating-point environment of the calling thread.
+inline bool fp32_add_run_uses_hardware() {
+#if PANAMA_FP32_SSE_PATH
+  return (_mm_getcsr() & kMxcsrControlMask) == kMxcsrIeeeDefault;
+#else
+  return false;
+#endif
+}
+
+// acc[i] = fp32_add(acc[i], element i of payload_le) for i < n; payload_le
+// holds n little-endian binary32 values. acc and the payload must not overlap.
+inline void fp32_add_run(uint32_t* acc, const uint8_t* payload_le, uint32_t n) {
+  PANAMA_HLS(INLINE)
+#if PANAMA_FP32_SSE_PATH
+  const uint32_t csr = _mm_getcsr();
+  if ((csr & kMxcsrControlMask) != kMxcsrIeeeDefault) {
+    fp32_add_run_integer(acc, payload_le, n);
+    return;
+  }
+  // x86-64 is little-endian: payload bytes load as they are.
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float* a = reinterpret_cast<float*>(acc + i);
+    const float* b = reinterpret_cast<const float*>(payload_le + 4 * i);
+    _mm_storeu_ps(a, fp32_sse_add_canonical(_mm_loadu_ps(a), _mm_loadu_ps(b)));
+    _mm_storeu_ps(a + 4, fp32_sse_add_canonical(_mm_loadu_ps(a + 4), _mm_loadu_ps(b + 4)));
+  }
+  if (i + 4 <= n) {
+    float* a = reinterpret_cast<float*>(acc + i);
+    const float* b = reinterpret_cast<const float*>(payload_le + 4 * i);
+    _mm_storeu_ps(a, fp32_sse_add_canonical(_mm_loadu_ps(a), _mm_loadu_ps(b)));
+    i += 4;
+  }
+  for (; i < n; ++i) {
+    uint32_t x = acc[i], y;
+    memcpy(&y, payload_le + 4 * i, 4);
+    const __m128 s = fp32_sse_add_canonical(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(x))),
+                                            _mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(y))));
+    acc[i] = static_cast<uint32_t>(_mm_cvtsi128_si32(_mm_castps_si128(s)));
+  }
+  // The additions raised sticky exception flags (inexact, denormal, invalid);
+  // restore them so the caller's floating-point environment is unchanged, as
+  // with the integer adder.
+  _mm_setcsr(csr);
+#else
+  fp32_add_run_integer(acc, payload_le, n);
+#endif
+}
+
+// dst[i] = element i of payload_le for i < n: the first contribution of a
+// slot, stored bit for bit as it arrives.
+inline void fp32_load_run(uint32_t* dst, const uint8_t* payload_le, uint32_t n) {
+  PANAMA_HLS(INLINE)
+#if PANAMA_FP32_SSE_PATH
+  memcpy(dst, payload_le, static_cast<size_t>(n) * 4);  // little-endian host
+#else
+  for (uint32_t i = 0; i < n; ++i) {
+    PANAMA_HLS(PIPELINE II = 1)
+    dst[i] = fp32_load_le(payload_le + 4 * i);
+  }
+#endif
 }
 
 }  // namespace panama
