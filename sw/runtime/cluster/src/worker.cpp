@@ -53,6 +53,9 @@ int run_worker(const WorkerOptions& opt) {
     std::vector<uint32_t> cap_violations(plan.trees.size(), 0);
     for (uint32_t it = 0; it < opt.iterations; ++it) {
       fill_tensor(data.data(), data.size(), opt.seed, it, plan.rank);
+      // Statistics count bytes since the communicator was created; progress
+      // is reported per iteration.
+      const uint64_t completed_before = comm->stats().bytes_completed;
       const auto t0 = std::chrono::steady_clock::now();
       auto h = comm->allreduce_async(data.data(), data.size());
       while (!h.wait_for(std::chrono::milliseconds(200))) {
@@ -61,7 +64,7 @@ int run_worker(const WorkerOptions& opt) {
           max_cwnd[t] = std::max(max_cwnd[t], s.trees[t].cwnd);
           if (s.trees[t].cwnd > s.trees[t].cwnd_cap + 1e-9) ++cap_violations[t];
         }
-        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(s.bytes_completed));
+        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(s.bytes_completed - completed_before));
         std::fflush(stdout);
       }
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
