@@ -4,6 +4,7 @@
 #include <rte_mbuf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <sstream>
@@ -309,19 +310,33 @@ std::string SoftwarePswitch::counters_table() {
   return os.str();
 }
 
+namespace {
+
+// "0000:3b:00.0" (optionally followed by ",devargs"): a NIC, not a virtual device.
+bool is_pci_address(const std::string& spec) {
+  const std::string dev = spec.substr(0, spec.find(','));
+  if (dev.size() != 12 || dev[4] != ':' || dev[7] != ':' || dev[10] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11}) {
+    if (!std::isxdigit(static_cast<unsigned char>(dev[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<std::string> pswitch_eal_args(const PswitchSettings& s, const std::string& file_prefix) {
   // One lcore allowed on every CPU: a pinned PSwitch would fight the workers for one core.
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::string> a = {"--no-huge",
-                                "-m",
-                                "1024",
-                                "--no-pci",
-                                "--no-telemetry",
-                                "--file-prefix=" + file_prefix,
-                                "--log-level=*:warning",
-                                "--lcores=0@(0-" + std::to_string(cpus - 1) + ")"};
+  bool any_nic = false;
+  for (const PortSettings& p : s.ports) any_nic = any_nic || is_pci_address(p.vdev);
+  std::vector<std::string> a;
+  if (!any_nic) a = {"--no-huge", "-m", "1024", "--no-pci"};  // virtual devices only: no hugepages needed
+  for (const char* arg : {"--no-telemetry", "--log-level=*:warning"}) a.push_back(arg);
+  a.push_back("--file-prefix=" + file_prefix);
+  a.push_back("--lcores=0@(0-" + std::to_string(cpus - 1) + ")");
   for (const PortSettings& p : s.ports) {
-    if (!p.vdev.empty()) a.push_back("--vdev=" + p.vdev);
+    if (p.vdev.empty()) continue;
+    a.push_back((is_pci_address(p.vdev) ? "--allow=" : "--vdev=") + p.vdev);
   }
   return a;
 }
