@@ -10,8 +10,8 @@
 #include "panama/pswitch/software_pswitch.hpp"
 
 using panama::pswitch::PortSettings;
-using panama::pswitch::PswitchSettings;
 using panama::pswitch::pswitch_eal_args;
+using panama::pswitch::PswitchSettings;
 
 namespace {
 
