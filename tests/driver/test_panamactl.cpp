@@ -12,6 +12,7 @@
 #include "panama/node_config.hpp"
 #include "panamactl_cli.hpp"
 #include "support/frames.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace panama;
 using panama::test::contribution;
@@ -31,19 +32,8 @@ Run ctl(std::vector<std::string> args) {
   return Run{code, out.str(), err.str()};
 }
 
-// A fresh folder, removed with everything in it when the process ends.
 std::string temp_dir() {
-  struct Dirs {
-    std::vector<std::string> paths;
-    ~Dirs() {
-      for (const auto& p : paths) std::filesystem::remove_all(p);
-    }
-  };
-  static Dirs dirs;
-  char tmpl[] = "/tmp/panamactl-test-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  dirs.paths.push_back(tmpl);
-  return tmpl;
+  return panama::test::temp_dir("panamactl-test");
 }
 
 size_t count_of(const std::string& s, const std::string& what) {

@@ -18,6 +18,7 @@
 #include "panama/node_config.hpp"
 #include "panama/regmap.hpp"
 #include "support/frames.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace panama;
 using namespace panama::driver;
@@ -220,19 +221,8 @@ Traffic run_traffic(SimulationDevice& dev, const config::NodeConfig& cfg, uint32
   return t;
 }
 
-// A fresh folder, removed with everything in it when the process ends.
 std::string temp_dir() {
-  struct Dirs {
-    std::vector<std::string> paths;
-    ~Dirs() {
-      for (const auto& p : paths) std::filesystem::remove_all(p);
-    }
-  };
-  static Dirs dirs;
-  char tmpl[] = "/tmp/panama-driver-sim-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  dirs.paths.push_back(tmpl);
-  return tmpl;
+  return panama::test::temp_dir("panama-driver-sim");
 }
 
 ErrorKind kind_of(const std::function<void()>& f) {

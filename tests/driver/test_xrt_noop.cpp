@@ -15,24 +15,14 @@
 #include "panama/driver/kernel_names.hpp"
 #include "panama/driver/xclbin.hpp"
 #include "panama/regmap.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace panama::driver;
 
 namespace {
 
-// A fresh folder, removed with everything in it when the process ends.
 std::string temp_dir() {
-  struct Dirs {
-    std::vector<std::string> paths;
-    ~Dirs() {
-      for (const auto& p : paths) std::filesystem::remove_all(p);
-    }
-  };
-  static Dirs dirs;
-  char tmpl[] = "/tmp/panama-driver-test-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  dirs.paths.push_back(tmpl);
-  return tmpl;
+  return panama::test::temp_dir("panama-driver-test");
 }
 
 std::string write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
