@@ -40,6 +40,7 @@ def load(root):
 
 def gen_hpp(m):
     o = []
+    o.append("// clang-format off")
     o.append(f"// PANAMA engine register map (AXI4-Lite). {HEADER_NOTE}")
     o.append("#pragma once")
     o.append("")
@@ -110,6 +111,7 @@ def gen_hpp(m):
     o.append("")
     o.append("}  // namespace regmap")
     o.append("}  // namespace panama")
+    o.append("// clang-format on")
     return "\n".join(o) + "\n"
 
 

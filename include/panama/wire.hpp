@@ -101,7 +101,7 @@ constexpr uint32_t kLanes = kBeatBytes / kElemBytes;  // 16 fp32 per beat
 // dropped and counted (DROP_OVERSIZE). The most elements a frame can carry.
 constexpr uint32_t kMaxFrameBytes = 9216;
 constexpr uint32_t kMaxElemsPerFrame = (kMaxFrameBytes - kPayloadOffset) / 4;  // 2288
-constexpr uint32_t kMinPanamaFrameBytes = kPayloadOffset + kElemBytes;          // 68
+constexpr uint32_t kMinPanamaFrameBytes = kPayloadOffset + kElemBytes;         // 68
 
 constexpr uint32_t ip_total_length(uint32_t elem_count) {
   return kIpHeaderBytes + kUdpHeaderBytes + kPanamaHeaderBytes + kElemBytes * elem_count;
@@ -118,7 +118,9 @@ static_assert(kPanamaFieldBytes % 8 == 0, "PANAMA header fields are 8-byte align
 
 // ------------------------------------------------------------ byte helpers
 
-inline uint16_t load_be16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+inline uint16_t load_be16(const uint8_t* p) {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
 inline uint32_t load_be32(const uint8_t* p) {
   return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
          (static_cast<uint32_t>(p[2]) << 8) | static_cast<uint32_t>(p[3]);
@@ -186,16 +188,16 @@ struct Header {
 // the code in classify_frame, documented in docs/protocol.md section 4; it is
 // not the order of this enum (the IPv4-length truncation check runs last).
 enum class FrameClass : uint8_t {
-  kNotPanama = 0,   // anything else: passes through untouched
-  kOk,              // well-formed aggregate-up or retransmission
-  kResultDown,      // well-formed result-down: passes through untouched
-  kTruncated,       // shorter than the headers, or than the IP length says
-  kBadIpHeader,     // wrong IPv4 header checksum, or a fragment
-  kBadVersion,      // PANAMA version is not kVersion
-  kBadType,         // packet type is none of PacketType
-  kBadElemType,     // element type is not kFloat32
-  kBadElemCount,    // zero elements (the engine adds: more than a slot holds)
-  kBadLength,       // IPv4 / UDP lengths disagree with elem_count
+  kNotPanama = 0,  // anything else: passes through untouched
+  kOk,             // well-formed aggregate-up or retransmission
+  kResultDown,     // well-formed result-down: passes through untouched
+  kTruncated,      // shorter than the headers, or than the IP length says
+  kBadIpHeader,    // wrong IPv4 header checksum, or a fragment
+  kBadVersion,     // PANAMA version is not kVersion
+  kBadType,        // packet type is none of PacketType
+  kBadElemType,    // element type is not kFloat32
+  kBadElemCount,   // zero elements (the engine adds: more than a slot holds)
+  kBadLength,      // IPv4 / UDP lengths disagree with elem_count
 };
 
 constexpr bool is_malformed(FrameClass c) {

@@ -46,7 +46,7 @@ void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_wdata bundle = control)
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_ack bundle = control)
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_rdata bundle = control)
-  PANAMA_HLS(INTERFACE mode = ap_ctrl_none port = return)
+  PANAMA_HLS(INTERFACE mode = ap_ctrl_none port = return )
 
   static DefaultEngine engine;
   static uint32_t served_seq = 0;

@@ -56,7 +56,7 @@ class Engine {
  public:
   static constexpr uint32_t kTableEntries = NumEntries;
   static constexpr uint32_t kPacketSlots = NumSlots;
-  static constexpr uint32_t kSlotWords = SlotWords;  // 512-bit words per slot
+  static constexpr uint32_t kSlotWords = SlotWords;                    // 512-bit words per slot
   static constexpr uint32_t kSlotCapacity = SlotWords * wire::kLanes;  // fp32 elements per slot
   static constexpr uint32_t kMaxFanIn = 64;
 
@@ -81,16 +81,26 @@ class Engine {
       return 0;
     }
     switch (a) {
-      case kId: return kIdValue;
-      case kVersion: return (kVersionMajor << 16) | kVersionMinor;
-      case regmap::kNumEntries: return NumEntries;
-      case regmap::kNumSlots: return NumSlots;
-      case regmap::kSlotElems: return kSlotCapacity;
-      case kControl: return enabled_ ? kControlEnable : 0;
-      case kUdpPort: return udp_port_;
-      case kEntryIndex: return entry_index_;
-      case kEntryStatus: return entry_status_;
-      default: break;
+      case kId:
+        return kIdValue;
+      case kVersion:
+        return (kVersionMajor << 16) | kVersionMinor;
+      case regmap::kNumEntries:
+        return NumEntries;
+      case regmap::kNumSlots:
+        return NumSlots;
+      case regmap::kSlotElems:
+        return kSlotCapacity;
+      case kControl:
+        return enabled_ ? kControlEnable : 0;
+      case kUdpPort:
+        return udp_port_;
+      case kEntryIndex:
+        return entry_index_;
+      case kEntryStatus:
+        return entry_status_;
+      default:
+        break;
     }
     if (a >= kEKey && a <= kEIpTtlDscp) return staged_[(a - kEKey) / 4];
     return 0;
@@ -109,10 +119,17 @@ class Engine {
           clear_counters();
         }
         return;
-      case kUdpPort: udp_port_ = static_cast<uint16_t>(value); return;
-      case kEntryIndex: entry_index_ = value; return;
-      case kEntryCmd: entry_command(value); return;
-      default: break;
+      case kUdpPort:
+        udp_port_ = static_cast<uint16_t>(value);
+        return;
+      case kEntryIndex:
+        entry_index_ = value;
+        return;
+      case kEntryCmd:
+        entry_command(value);
+        return;
+      default:
+        break;
     }
     if (a >= kEKey && a <= kEIpTtlDscp) staged_[(a - kEKey) / 4] = value;
   }
@@ -133,16 +150,26 @@ class Engine {
     wire::Header h;
     const wire::FrameClass cls = wire::classify_frame(frame, len, udp_port_, h);
     switch (cls) {
-      case wire::FrameClass::kNotPanama: return pass(frame, len, sink, kGcPassthrough);
-      case wire::FrameClass::kResultDown: return pass(frame, len, sink, kGcResultsPassed);
-      case wire::FrameClass::kTruncated: return drop(kGcDropTruncated, -1);
-      case wire::FrameClass::kBadIpHeader: return drop(kGcDropBadIpHeader, -1);
-      case wire::FrameClass::kBadVersion: return drop(kGcDropBadVersion, -1);
-      case wire::FrameClass::kBadType: return drop(kGcDropBadType, -1);
-      case wire::FrameClass::kBadElemType: return drop(kGcDropBadElemType, -1);
-      case wire::FrameClass::kBadElemCount: return drop(kGcDropBadElemCount, -1);
-      case wire::FrameClass::kBadLength: return drop(kGcDropBadLength, -1);
-      case wire::FrameClass::kOk: break;
+      case wire::FrameClass::kNotPanama:
+        return pass(frame, len, sink, kGcPassthrough);
+      case wire::FrameClass::kResultDown:
+        return pass(frame, len, sink, kGcResultsPassed);
+      case wire::FrameClass::kTruncated:
+        return drop(kGcDropTruncated, -1);
+      case wire::FrameClass::kBadIpHeader:
+        return drop(kGcDropBadIpHeader, -1);
+      case wire::FrameClass::kBadVersion:
+        return drop(kGcDropBadVersion, -1);
+      case wire::FrameClass::kBadType:
+        return drop(kGcDropBadType, -1);
+      case wire::FrameClass::kBadElemType:
+        return drop(kGcDropBadElemType, -1);
+      case wire::FrameClass::kBadElemCount:
+        return drop(kGcDropBadElemCount, -1);
+      case wire::FrameClass::kBadLength:
+        return drop(kGcDropBadLength, -1);
+      case wire::FrameClass::kOk:
+        break;
     }
     if (h.elem_count > kSlotCapacity) return drop(kGcDropBadElemCount, -1);
 
@@ -324,9 +351,9 @@ class Engine {
     h.udp_src = ent.udp_src;
     h.udp_dst = ent.udp_dst;
     h.version = wire::kVersion;
-    h.type = static_cast<uint8_t>(ent.root ? wire::PacketType::kResultDown
-                                           : (retransmission ? wire::PacketType::kRetransmission
-                                                             : wire::PacketType::kAggregateUp));
+    h.type = static_cast<uint8_t>(
+        ent.root ? wire::PacketType::kResultDown
+                 : (retransmission ? wire::PacketType::kRetransmission : wire::PacketType::kAggregateUp));
     h.job_id = ent.job_id;
     h.tree_id = ent.tree_id;
     h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);

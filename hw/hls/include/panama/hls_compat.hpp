@@ -22,12 +22,24 @@ namespace hlsc {
 template <class T>
 using stream = ::hls::stream<T>;
 using AxisWord = ::ap_axiu<512, 0, 0, 0>;
-inline uint8_t axis_byte(const AxisWord& w, unsigned i) { return w.data.range(8 * i + 7, 8 * i); }
-inline void axis_set_byte(AxisWord& w, unsigned i, uint8_t v) { w.data.range(8 * i + 7, 8 * i) = v; }
-inline bool axis_keep(const AxisWord& w, unsigned i) { return w.keep[i]; }
-inline void axis_set_keep(AxisWord& w, unsigned i, bool v) { w.keep[i] = v; }
-inline bool axis_last(const AxisWord& w) { return w.last; }
-inline void axis_set_last(AxisWord& w, bool v) { w.last = v; }
+inline uint8_t axis_byte(const AxisWord& w, unsigned i) {
+  return w.data.range(8 * i + 7, 8 * i);
+}
+inline void axis_set_byte(AxisWord& w, unsigned i, uint8_t v) {
+  w.data.range(8 * i + 7, 8 * i) = v;
+}
+inline bool axis_keep(const AxisWord& w, unsigned i) {
+  return w.keep[i];
+}
+inline void axis_set_keep(AxisWord& w, unsigned i, bool v) {
+  w.keep[i] = v;
+}
+inline bool axis_last(const AxisWord& w) {
+  return w.last;
+}
+inline void axis_set_last(AxisWord& w, bool v) {
+  w.last = v;
+}
 }  // namespace hlsc
 }  // namespace panama
 
@@ -70,14 +82,24 @@ struct AxisWord {
   uint64_t keep;
   bool last;
 };
-inline uint8_t axis_byte(const AxisWord& w, unsigned i) { return w.data[i]; }
-inline void axis_set_byte(AxisWord& w, unsigned i, uint8_t v) { w.data[i] = v; }
-inline bool axis_keep(const AxisWord& w, unsigned i) { return (w.keep >> i) & 1; }
+inline uint8_t axis_byte(const AxisWord& w, unsigned i) {
+  return w.data[i];
+}
+inline void axis_set_byte(AxisWord& w, unsigned i, uint8_t v) {
+  w.data[i] = v;
+}
+inline bool axis_keep(const AxisWord& w, unsigned i) {
+  return (w.keep >> i) & 1;
+}
 inline void axis_set_keep(AxisWord& w, unsigned i, bool v) {
   w.keep = v ? (w.keep | (uint64_t{1} << i)) : (w.keep & ~(uint64_t{1} << i));
 }
-inline bool axis_last(const AxisWord& w) { return w.last; }
-inline void axis_set_last(AxisWord& w, bool v) { w.last = v; }
+inline bool axis_last(const AxisWord& w) {
+  return w.last;
+}
+inline void axis_set_last(AxisWord& w, bool v) {
+  w.last = v;
+}
 
 }  // namespace hlsc
 }  // namespace panama
