@@ -13,6 +13,7 @@
 #include <iostream>
 #include <random>
 
+#include "driver/driver_errors.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/engine_counters.hpp"
 #include "panama/node_config.hpp"
@@ -225,16 +226,7 @@ std::string temp_dir() {
   return panama::test::temp_dir("panama-driver-sim");
 }
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DriverError& e) {
-    UNSCOPED_INFO("DriverError: " << e.what());
-    return e.kind();
-  }
-  FAIL("no DriverError thrown");
-  return ErrorKind::kUnsupported;
-}
+using panama::test::kind_of;
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "driver/driver_errors.hpp"
 #include "panama/driver/device.hpp"
 #include "panama/driver/kernel_names.hpp"
 #include "panama/driver/xclbin.hpp"
@@ -38,16 +39,7 @@ T load_at(const std::vector<uint8_t>& b, size_t off) {
   return v;
 }
 
-ErrorKind kind_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DriverError& e) {
-    UNSCOPED_INFO("DriverError: " << e.what());
-    return e.kind();
-  }
-  FAIL("no DriverError thrown");
-  return ErrorKind::kUnsupported;
-}
+using panama::test::kind_of;
 
 std::string message_of(const std::function<void()>& f) {
   try {
