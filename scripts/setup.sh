@@ -9,12 +9,20 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3 clang-format
   # hardware: RTL simulation, co-simulation, synthesis estimates
   verilator libsystemc-dev yosys
+  # formal checks of the RTL (yosys-smtbmc solvers)
+  z3 boolector
   # Alveo host stack
   libxrt-dev libxrt-utils uuid-dev
   # host runtime and software PSwitch
   libdpdk-dev libpcap-dev libnuma-dev iproute2
   # libraries: CLI, configuration, formatting, tests
   libcli11-dev nlohmann-json3-dev libfmt-dev catch2
+  # cluster-scale network simulation (ns-3; its CMake/pkg-config files need gsl and sqlite3)
+  libns3-dev libgsl-dev libsqlite3-dev
+  # framework integration (PyTorch c10d backend) and plots
+  python3-torch libtorch-dev python3-numpy python3-matplotlib
+  # fuzzing and sanitizers (libFuzzer, ASan, UBSan)
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -275,3 +275,28 @@ TEST_CASE("an open slot rejects a duplicate before an element-count mismatch", "
   CHECK(counter_delta(before, snapshot(*fx.eng)) == "frames_in+1 panama_in+1 duplicates+1 e0.duplicates+1");
   fx.complete_all();
 }
+
+TEST_CASE("a frame the MAC marks bad is dropped whole and counted, even if well-formed or with ENABLE off",
+          "[engine]") {
+  Fixture fx(test_seed("engine mac error"));
+  // A well-formed contribution that would complete nothing yet, a non-PANAMA
+  // frame, and a malformed one: the MAC's verdict wins over every check.
+  std::vector<std::vector<uint8_t>> frames = {fx.victim(), std::vector<uint8_t>(60, 0x5A), fx.victim()};
+  frames[2].resize(40);
+  for (int enabled = 1; enabled >= 0; --enabled) {
+    fx.eng->reg_write(regmap::kControl, enabled ? regmap::kControlEnable : 0u);
+    for (const auto& frame : frames) {
+      const auto before = snapshot(*fx.eng);
+      Sink sink;
+      const auto out = fx.eng->process_frame(frame.data(), static_cast<uint32_t>(frame.size()), sink, true);
+      CHECK(out.action == EngineAction::kDropped);
+      CHECK(out.drop_counter == regmap::kGcDropMacError);
+      CHECK(sink.frames.empty());
+      CHECK(counter_delta(before, snapshot(*fx.eng)) == "frames_in+1 drop_mac_error+1");
+    }
+  }
+  fx.eng->reg_write(regmap::kControl, regmap::kControlEnable);
+  // The victim's slot was never touched: completing every slot gives the sums
+  // of the accepted contributions only.
+  fx.complete_all();
+}

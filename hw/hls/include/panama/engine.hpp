@@ -139,11 +139,15 @@ class Engine {
   // Processes one frame of `len` bytes. Frames the engine sends (the frame
   // itself when passed through, or an emitted aggregate) are handed to
   // `sink(const uint8_t* data, uint32_t len)`; the pointer is valid during
-  // the call only.
+  // the call only. `mac_error` is the MAC's verdict on the frame (bad FCS or
+  // PHY error, the input stream's tuser bit): such a frame is dropped whole
+  // and counted before anything reads it, also with the engine disabled, so
+  // a corrupt frame is never summed nor forwarded with a fresh FCS.
   template <class Sink>
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink) {
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
     using namespace regmap;
     ++global_[kGcFramesIn];
+    if (mac_error) return drop(kGcDropMacError, -1);
     if (len > wire::kMaxFrameBytes) return drop(kGcDropOversize, -1);
     if (!enabled_) return pass(frame, len, sink, kGcPassthrough);
 
