@@ -35,6 +35,19 @@ def load(root):
     assert max(offs) < m["gbase"], "registers overlap the global counters"
     assert m["gbase"] + 8 * len(m["global_counters"]) <= m["ebase"], "global counters overlap entry counters"
     assert 8 * len(m["entry_counters"]) <= m["estride"], "entry counters exceed the stride"
+    # Staged-entry registers: those with bit fields, consecutive words.
+    m["staged"] = [r for r in m["registers"] if "fields" in r]
+    st = [r["off"] for r in m["staged"]]
+    assert st == list(range(st[0], st[0] + 4 * len(st), 4)), "staged-entry registers must be consecutive"
+    for r in m["staged"]:
+        used = 0
+        for f in r["fields"]:
+            msb, lsb = (int(x) for x in f["bits"].split(":"))
+            assert 31 >= msb >= lsb >= 0, f"{r['name']}.{f['name']}: bad bit range"
+            f["lsb"], f["width"] = lsb, msb - lsb + 1
+            mask = ((1 << f["width"]) - 1) << lsb
+            assert used & mask == 0, f"{r['name']}.{f['name']}: overlapping fields"
+            used |= mask
     return m
 
 
@@ -57,6 +70,34 @@ def gen_hpp(m):
     o.append("// Registers (byte offsets).")
     for r in m["registers"]:
         o.append(f"constexpr uint32_t k{camel(r['name'])} = 0x{r['off']:03X};  // {r['access']}")
+    o.append("")
+    o.append("// Every register by offset, for messages and tools.")
+    o.append("struct RegisterInfo {")
+    o.append("  uint32_t offset;")
+    o.append("  const char* name;")
+    o.append("};")
+    o.append(f"constexpr uint32_t kNumRegisters = {len(m['registers'])};")
+    o.append("constexpr RegisterInfo kRegisters[kNumRegisters] = {")
+    for r in m["registers"]:
+        o.append(f'    {{0x{r["off"]:03X}, "{r["name"]}"}},')
+    o.append("};")
+    o.append("")
+    o.append("// Staged-entry registers (E_*), consecutive words from kStagedBase, and their bit fields.")
+    o.append(f"constexpr uint32_t kStagedBase = 0x{m['staged'][0]['off']:03X};")
+    o.append(f"constexpr uint32_t kNumStagedRegisters = {len(m['staged'])};")
+    o.append("struct StagedField {")
+    o.append("  uint32_t reg;  // register offset")
+    o.append("  uint32_t lsb;")
+    o.append("  uint32_t width;")
+    o.append("  constexpr uint32_t mask() const { return width >= 32 ? 0xFFFFFFFFu : ((1u << width) - 1u); }")
+    o.append("  constexpr uint32_t get(uint32_t word) const { return (word >> lsb) & mask(); }")
+    o.append("  constexpr uint32_t put(uint32_t word, uint32_t value) const {")
+    o.append("    return (word & ~(mask() << lsb)) | ((value & mask()) << lsb);")
+    o.append("  }")
+    o.append("};")
+    for r in m["staged"]:
+        for f in r["fields"]:
+            o.append(f"constexpr StagedField kField{camel(f['name'])} = {{k{camel(r['name'])}, {f['lsb']}, {f['width']}}};")
     o.append("")
     o.append("// CONTROL bits.")
     o.append("constexpr uint32_t kControlEnable = 1u << 0;")
@@ -162,7 +203,10 @@ def gen_md(m):
     o.append("| offset | name | access | meaning |")
     o.append("| --- | --- | --- | --- |")
     for r in m["registers"]:
-        o.append(f"| 0x{r['off']:03X} | {r['name']} | {r['access']} | {r['doc']} |")
+        fields = ""
+        if "fields" in r:
+            fields = " Fields: " + ", ".join(f"`{f['name']}` [{f['bits']}]" for f in r["fields"]) + "."
+        o.append(f"| 0x{r['off']:03X} | {r['name']} | {r['access']} | {r['doc']}{fields} |")
     o.append("")
     o.append("Writing an entry: write ENTRY_INDEX and the `E_*` fields, write 1 to ENTRY_CMD, then read "
              "ENTRY_STATUS. A commit is validated against every other enabled entry; on any status but OK "

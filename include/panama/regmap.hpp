@@ -40,6 +40,75 @@ constexpr uint32_t kEIpDst = 0x0B4;  // rw
 constexpr uint32_t kEUdpPorts = 0x0B8;  // rw
 constexpr uint32_t kEIpTtlDscp = 0x0BC;  // rw
 
+// Every register by offset, for messages and tools.
+struct RegisterInfo {
+  uint32_t offset;
+  const char* name;
+};
+constexpr uint32_t kNumRegisters = 26;
+constexpr RegisterInfo kRegisters[kNumRegisters] = {
+    {0x000, "ID"},
+    {0x004, "VERSION"},
+    {0x008, "NUM_ENTRIES"},
+    {0x00C, "NUM_SLOTS"},
+    {0x010, "SLOT_ELEMS"},
+    {0x014, "CONTROL"},
+    {0x018, "UDP_PORT"},
+    {0x040, "ENTRY_INDEX"},
+    {0x044, "ENTRY_CMD"},
+    {0x048, "ENTRY_STATUS"},
+    {0x080, "E_KEY"},
+    {0x084, "E_FLAGS"},
+    {0x088, "E_FAN_IN"},
+    {0x08C, "E_CHILD_MASK_LO"},
+    {0x090, "E_CHILD_MASK_HI"},
+    {0x094, "E_SLOT_BASE"},
+    {0x098, "E_SLOT_COUNT"},
+    {0x09C, "E_OUT_CHILD_ID"},
+    {0x0A0, "E_ETH_DST_LO"},
+    {0x0A4, "E_ETH_DST_HI"},
+    {0x0A8, "E_ETH_SRC_LO"},
+    {0x0AC, "E_ETH_SRC_HI"},
+    {0x0B0, "E_IP_SRC"},
+    {0x0B4, "E_IP_DST"},
+    {0x0B8, "E_UDP_PORTS"},
+    {0x0BC, "E_IP_TTL_DSCP"},
+};
+
+// Staged-entry registers (E_*), consecutive words from kStagedBase, and their bit fields.
+constexpr uint32_t kStagedBase = 0x080;
+constexpr uint32_t kNumStagedRegisters = 16;
+struct StagedField {
+  uint32_t reg;  // register offset
+  uint32_t lsb;
+  uint32_t width;
+  constexpr uint32_t mask() const { return width >= 32 ? 0xFFFFFFFFu : ((1u << width) - 1u); }
+  constexpr uint32_t get(uint32_t word) const { return (word >> lsb) & mask(); }
+  constexpr uint32_t put(uint32_t word, uint32_t value) const {
+    return (word & ~(mask() << lsb)) | ((value & mask()) << lsb);
+  }
+};
+constexpr StagedField kFieldJobId = {kEKey, 0, 16};
+constexpr StagedField kFieldTreeId = {kEKey, 16, 8};
+constexpr StagedField kFieldEnable = {kEFlags, 0, 1};
+constexpr StagedField kFieldRoot = {kEFlags, 1, 1};
+constexpr StagedField kFieldFanIn = {kEFanIn, 0, 32};
+constexpr StagedField kFieldChildMaskLo = {kEChildMaskLo, 0, 32};
+constexpr StagedField kFieldChildMaskHi = {kEChildMaskHi, 0, 32};
+constexpr StagedField kFieldSlotBase = {kESlotBase, 0, 32};
+constexpr StagedField kFieldSlotCount = {kESlotCount, 0, 32};
+constexpr StagedField kFieldOutChildId = {kEOutChildId, 0, 16};
+constexpr StagedField kFieldEthDstLo = {kEEthDstLo, 0, 32};
+constexpr StagedField kFieldEthDstHi = {kEEthDstHi, 0, 16};
+constexpr StagedField kFieldEthSrcLo = {kEEthSrcLo, 0, 32};
+constexpr StagedField kFieldEthSrcHi = {kEEthSrcHi, 0, 16};
+constexpr StagedField kFieldIpSrc = {kEIpSrc, 0, 32};
+constexpr StagedField kFieldIpDst = {kEIpDst, 0, 32};
+constexpr StagedField kFieldUdpSrc = {kEUdpPorts, 0, 16};
+constexpr StagedField kFieldUdpDst = {kEUdpPorts, 16, 16};
+constexpr StagedField kFieldTtl = {kEIpTtlDscp, 0, 8};
+constexpr StagedField kFieldDscp = {kEIpTtlDscp, 8, 6};
+
 // CONTROL bits.
 constexpr uint32_t kControlEnable = 1u << 0;
 constexpr uint32_t kControlClearCounters = 1u << 1;

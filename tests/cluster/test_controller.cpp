@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "panama/controller/controller.hpp"
+#include "panama/runtime/plan_file.hpp"
 
 using namespace panama;
 using namespace panama::controller;
@@ -206,4 +207,31 @@ TEST_CASE("invalid topologies and jobs are rejected with a clear message") {
   json bad_epp = one_job(4, 1);
   bad_epp["elems_per_packet"] = 100000;
   CHECK_THROWS_WITH(err(good, bad_epp)(), Contains("elems_per_packet"));
+}
+
+TEST_CASE("engine capacities come from the cluster description, per PSwitch or for all") {
+  // A fabric whose spine has a small engine: 2 entries, 64 slots of 512 elements.
+  json c = two_tier_cluster(4, 2, 1, 10.0);
+  for (auto& s : c["pswitches"]) {
+    if (s == "spine0")
+      s = {{"name", "spine0"}, {"table_entries", 2}, {"packet_memory", 64}, {"slot_elems", 512}};
+  }
+  json jobs = one_job(4, 2);
+  jobs["elems_per_packet"] = 512;
+  Deployment d = run(c, jobs);
+  for (const auto& e : sw(d, "spine0").node.entries) CHECK(e.slot_count == 32);  // 64 / 2 entries
+  for (const auto& e : sw(d, "leaf0").node.entries) CHECK(e.slot_count == 256);  // default 512 / 2
+
+  jobs["jobs"][0]["trees"] = 3;  // 3 entries on a 2-entry spine
+  CHECK_THROWS_WITH(run(c, jobs),
+                    Contains("PSwitch 'spine0': 3 (job, tree) entries exceed its 2-entry table"));
+  jobs["jobs"][0]["trees"] = 2;
+  jobs["elems_per_packet"] = 513;  // fits the leaves' slots, not the spine's
+  CHECK_THROWS_WITH(run(c, jobs), Contains("do not fit a slot of PSwitch 'spine0' (512 elements)"));
+
+  json all = single_switch_cluster(4, 10.0);
+  all["table_entries"] = 1;
+  CHECK_THROWS_WITH(run(all, one_job(4, 2)), Contains("exceed its 1-entry table"));
+  all["table_entries"] = 300;
+  CHECK_THROWS_WITH(run(all, one_job(4, 1)), Contains("cluster.table_entries: 300 is outside [1, 256]"));
 }

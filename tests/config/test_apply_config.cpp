@@ -200,7 +200,7 @@ TEST_CASE("apply errors name the entry and the reason") {
     cfg.entries[0].ip_dst = 0x0A000001;
     CHECK(apply_error(bad, cfg) ==
           "node leaf3: entries[0] (index 0, job 1 tree 0): read-back mismatch in "
-          "E_IP_DST: wrote 0x0A000001, read 0x0A000101");
+          "E_IP_DST (0x0B4): wrote 0x0A000001, read 0x0A000101");
   }
   SECTION("something that is not a PANAMA engine") {
     PlainRegisters plain;

@@ -12,7 +12,9 @@
 #include <catch2/catch.hpp>
 
 #include "panama/cosim.hpp"
+#include "panama/pcap_file.hpp"
 #include "panama/regmap.hpp"
+#include "panama/table_entry.hpp"
 #include "support/frames.hpp"
 
 using namespace panama;
@@ -36,8 +38,7 @@ void check_scenario(const Scenario& sc, const StreamShaping& shaping) {
   const CompareResult r = compare(sc, shared_rtl(), shaping);
   if (!r.ok) {
     const std::string path = "cosim-fail-seed-" + std::to_string(sc.seed) + ".pcap";
-    std::string err;
-    write_pcap(path, all_frames(sc), &err);
+    pcapio::write_frames(path, all_frames(sc));
     std::printf("co-simulation failed, seed %llu, traffic in %s\n", static_cast<unsigned long long>(sc.seed),
                 path.c_str());
   }
@@ -115,16 +116,13 @@ TEST_CASE("RtlEngine: register map identity and entry commands", "[cosim]") {
 TEST_CASE("RtlEngine: two contributions give their float sum, ECN OR and cwnd_cap minimum", "[cosim]") {
   RtlEngine& rtl = shared_rtl();
   rtl.reg_write(regmap::kControl, regmap::kControlReset | regmap::kControlEnable);
-  rtl.reg_write(regmap::kEKey, 7 | (2u << 16));
-  rtl.reg_write(regmap::kEFlags, regmap::kEntryFlagEnable);
-  rtl.reg_write(regmap::kEFanIn, 2);
-  rtl.reg_write(regmap::kEChildMaskLo, 0x3);
-  rtl.reg_write(regmap::kESlotBase, 0);
-  rtl.reg_write(regmap::kESlotCount, 4);
-  rtl.reg_write(regmap::kEIpTtlDscp, 64);
-  rtl.reg_write(regmap::kEntryIndex, 0);
-  rtl.reg_write(regmap::kEntryCmd, regmap::kCmdCommit);
-  REQUIRE(rtl.reg_read(regmap::kEntryStatus) == regmap::kStatusOk);
+  TableEntry e;
+  e.job = 7;
+  e.tree = 2;
+  e.fan_in = 2;
+  e.child_mask = 0x3;
+  e.slot_count = 4;
+  REQUIRE(commit_entry(rtl, 0, e) == regmap::kStatusOk);
 
   const std::vector<float> a = {1.5f, -0.0f, 3.0e-45f, 1.0e30f, 7.0f};
   const std::vector<float> b = {2.25f, -0.0f, 3.0e-45f, -1.0e30f, 0.1f};
@@ -169,12 +167,12 @@ TEST_CASE("RtlEngine: two contributions give their float sum, ECN OR and cwnd_ca
 TEST_CASE("pcap round trip of co-simulation traffic", "[cosim]") {
   const Scenario sc = random_scenario(42, TrafficOptions{});
   const auto frames = all_frames(sc);
-  std::string err;
-  REQUIRE(write_pcap("cosim-roundtrip.pcap", frames, &err));
-  std::vector<Frame> back;
-  REQUIRE(read_pcap("cosim-roundtrip.pcap", &back, &err));
-  CHECK(back == frames);
-  std::vector<Frame> none;
-  CHECK_FALSE(read_pcap("does-not-exist.pcap", &none, &err));
-  CHECK(err.find("does-not-exist.pcap") != std::string::npos);
+  pcapio::write_frames("cosim-roundtrip.pcap", frames);
+  CHECK(pcapio::read_frames("cosim-roundtrip.pcap") == frames);
+  try {
+    pcapio::read_frames("does-not-exist.pcap");
+    FAIL("reading a missing file succeeded");
+  } catch (const pcapio::PcapError& e) {
+    CHECK(std::string(e.what()).find("does-not-exist.pcap") != std::string::npos);
+  }
 }

@@ -1,6 +1,5 @@
 // panamactl's argument handling and output formats, run in-process against
 // the simulation backend (and XRT's no-op device for the card paths).
-#include <pcap/pcap.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -9,7 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "driver/support/test_xclbin.hpp"
 #include "panama/node_config.hpp"
+#include "panama/pcap_file.hpp"
 #include "panamactl_cli.hpp"
 #include "support/frames.hpp"
 #include "support/temp_dir.hpp"
@@ -43,28 +44,17 @@ size_t count_of(const std::string& s, const std::string& what) {
 }
 
 void write_pcap(const std::string& path, const std::vector<std::vector<uint8_t>>& frames) {
-  pcap_t* dead = pcap_open_dead(DLT_EN10MB, 65535);
-  pcap_dumper_t* d = pcap_dump_open(dead, path.c_str());
-  REQUIRE(d);
-  for (const auto& f : frames) {
-    pcap_pkthdr h{};
-    h.caplen = h.len = static_cast<uint32_t>(f.size());
-    pcap_dump(reinterpret_cast<u_char*>(d), &h, f.data());
-  }
-  pcap_dump_close(d);
-  pcap_close(dead);
+  pcapio::write_frames(path, frames);
+}
+
+void write_test_xclbin(const std::string& path, driver::KernelFlavor flavor, const std::string& platform) {
+  const auto image = driver::testing::build_xclbin(driver::testing::panama_xclbin_spec(flavor, platform));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
 }
 
 size_t pcap_frames(const std::string& path) {
-  char errbuf[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline(path.c_str(), errbuf);
-  REQUIRE(p);
-  pcap_pkthdr* h;
-  const u_char* data;
-  size_t n = 0;
-  while (pcap_next_ex(p, &h, &data) == 1) ++n;
-  pcap_close(p);
-  return n;
+  return pcapio::read_frames(path).size();
 }
 
 }  // namespace
@@ -72,8 +62,7 @@ size_t pcap_frames(const std::string& path) {
 TEST_CASE("panamactl: usage errors exit 2 with a message", "[driver][panamactl]") {
   const Run help = ctl({"--help"});
   CHECK(help.code == 0);
-  for (const char* cmd :
-       {"list", "status", "program", "apply", "counters", "clear", "reset", "send", "make-xclbin"}) {
+  for (const char* cmd : {"list", "status", "program", "apply", "counters", "clear", "reset", "send"}) {
     CHECK_THAT(help.out, Catch::Contains(cmd));
   }
   CHECK(ctl({}).code == 2);
@@ -83,7 +72,6 @@ TEST_CASE("panamactl: usage errors exit 2 with a message", "[driver][panamactl]"
   CHECK_THAT(no_file.err, Catch::Contains("xclbin"));
   CHECK(ctl({"program", "/no/such/file.xclbin"}).code == 2);
   CHECK(ctl({"counters", "-d", "sim", "--interval", "-1"}).code == 2);
-  CHECK(ctl({"make-xclbin", "x.xclbin", "--kernel", "vhdl"}).code == 2);
   CHECK(ctl({"status", "--bogus"}).code == 2);
 }
 
@@ -100,8 +88,7 @@ TEST_CASE("panamactl: device errors exit 1 with the reason", "[driver][panamactl
   const Run send = ctl({"send", "-d", "xrt:0", "/proc/version"});
   CHECK(send.code == 1);
   CHECK_THAT(send.err, Catch::Contains("simulation backend only"));
-  const Run image = ctl({"make-xclbin", dir + "/t.xclbin"});
-  REQUIRE(image.code == 0);
+  write_test_xclbin(dir + "/t.xclbin", driver::KernelFlavor::kRtl, "xilinx_u280_gen3x16_xdma_1_202211_1");
   const Run program = ctl({"program", "-d", "xrt:0", dir + "/t.xclbin"});
   CHECK(program.code == 1);
   CHECK_THAT(program.err, Catch::Contains("Operation not permitted"));
@@ -115,9 +102,7 @@ TEST_CASE("panamactl: a simulated card from image to counters", "[driver][panama
     return ctl(args);
   };
 
-  const Run image =
-      ctl({"make-xclbin", dir + "/panama.xclbin", "--kernel", "rtl", "--platform", "xilinx_u55c"});
-  REQUIRE(image.code == 0);
+  write_test_xclbin(dir + "/panama.xclbin", driver::KernelFlavor::kRtl, "xilinx_u55c");
   const Run program = with({"program", dir + "/panama.xclbin"});
   REQUIRE(program.code == 0);
   CHECK_THAT(program.out, Catch::Contains("xilinx_u55c"));

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "driver/driver_errors.hpp"
+#include "driver/support/test_xclbin.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/engine_counters.hpp"
 #include "panama/node_config.hpp"
@@ -23,6 +24,7 @@
 
 using namespace panama;
 using namespace panama::driver;
+using namespace panama::driver::testing;
 using panama::test::contribution;
 using panama::test::f2u;
 using panama::test::make_frame;

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "driver/driver_errors.hpp"
+#include "driver/support/test_xclbin.hpp"
 #include "panama/driver/device.hpp"
 #include "panama/driver/kernel_names.hpp"
 #include "panama/driver/xclbin.hpp"
@@ -19,6 +20,7 @@
 #include "support/temp_dir.hpp"
 
 using namespace panama::driver;
+using namespace panama::driver::testing;
 
 namespace {
 

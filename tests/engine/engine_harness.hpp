@@ -17,29 +17,35 @@
 
 #include "panama/engine.hpp"
 #include "panama/regmap.hpp"
+#include "panama/table_entry.hpp"
 #include "wire/reference.hpp"
 
 namespace panama::test {
 
-// A table entry as the tests think of it (docs/register-map.md, E_* fields).
-struct EntrySpec {
-  uint16_t job = 1;
-  uint8_t tree = 0;
-  bool enable = true;
-  bool root = true;
-  uint32_t fan_in = 2;
-  uint64_t child_mask = 0x3;
-  uint32_t slot_base = 0;
-  uint32_t slot_count = 4;
-  uint16_t out_child_id = 0;
-  std::array<uint8_t, 6> eth_dst{{0x02, 0xAA, 0, 0, 0, 0x01}};
-  std::array<uint8_t, 6> eth_src{{0x02, 0xBB, 0, 0, 0, 0x02}};
-  uint32_t ip_src = 0x0A010101;
-  uint32_t ip_dst = 0xE0000001;
-  uint16_t udp_src = 40000;
-  uint16_t udp_dst = 9600;
-  uint8_t ttl = 32;
-  uint8_t dscp = 0x0A;
+// A table entry as the tests think of it: the project's TableEntry
+// (panama/table_entry.hpp) with test defaults. Its packing into the E_*
+// registers is pack_entry's, whose bit positions test_table_entry checks
+// against the register map's documented layout.
+struct EntrySpec : TableEntry {
+  EntrySpec() {
+    job = 1;
+    tree = 0;
+    enable = true;
+    root = true;
+    fan_in = 2;
+    child_mask = 0x3;
+    slot_base = 0;
+    slot_count = 4;
+    out_child_id = 0;
+    eth_dst = {{0x02, 0xAA, 0, 0, 0, 0x01}};
+    eth_src = {{0x02, 0xBB, 0, 0, 0, 0x02}};
+    ip_src = 0x0A010101;
+    ip_dst = 0xE0000001;
+    udp_src = 40000;
+    udp_dst = 9600;
+    ttl = 32;
+    dscp = 0x0A;
+  }
 };
 
 inline EntrySpec random_addresses(EntrySpec s, Rng& rng) {
@@ -55,37 +61,17 @@ inline EntrySpec random_addresses(EntrySpec s, Rng& rng) {
   return s;
 }
 
-// Writes the staged fields of `s` (register layout from docs/register-map.md).
+// Writes the staged fields of `s`.
 template <class E>
 void stage_entry(E& eng, const EntrySpec& s) {
-  using namespace regmap;
-  eng.reg_write(kEKey, s.job | (uint32_t{s.tree} << 16));
-  eng.reg_write(kEFlags, (s.enable ? 1u : 0u) | (s.root ? 2u : 0u));
-  eng.reg_write(kEFanIn, s.fan_in);
-  eng.reg_write(kEChildMaskLo, static_cast<uint32_t>(s.child_mask));
-  eng.reg_write(kEChildMaskHi, static_cast<uint32_t>(s.child_mask >> 32));
-  eng.reg_write(kESlotBase, s.slot_base);
-  eng.reg_write(kESlotCount, s.slot_count);
-  eng.reg_write(kEOutChildId, s.out_child_id);
-  eng.reg_write(kEEthDstHi, (uint32_t{s.eth_dst[0]} << 8) | s.eth_dst[1]);
-  eng.reg_write(kEEthDstLo, (uint32_t{s.eth_dst[2]} << 24) | (uint32_t{s.eth_dst[3]} << 16) |
-                                (uint32_t{s.eth_dst[4]} << 8) | s.eth_dst[5]);
-  eng.reg_write(kEEthSrcHi, (uint32_t{s.eth_src[0]} << 8) | s.eth_src[1]);
-  eng.reg_write(kEEthSrcLo, (uint32_t{s.eth_src[2]} << 24) | (uint32_t{s.eth_src[3]} << 16) |
-                                (uint32_t{s.eth_src[4]} << 8) | s.eth_src[5]);
-  eng.reg_write(kEIpSrc, s.ip_src);
-  eng.reg_write(kEIpDst, s.ip_dst);
-  eng.reg_write(kEUdpPorts, s.udp_src | (uint32_t{s.udp_dst} << 16));
-  eng.reg_write(kEIpTtlDscp, s.ttl | (uint32_t{s.dscp} << 8));
+  const StagedRegisters r = pack_entry(s);
+  for (uint32_t k = 0; k < regmap::kNumStagedRegisters; ++k) eng.reg_write(regmap::kStagedBase + 4 * k, r[k]);
 }
 
 // Commits `s` to entry `index`; returns ENTRY_STATUS.
 template <class E>
 uint32_t commit_entry(E& eng, uint32_t index, const EntrySpec& s) {
-  eng.reg_write(regmap::kEntryIndex, index);
-  stage_entry(eng, s);
-  eng.reg_write(regmap::kEntryCmd, regmap::kCmdCommit);
-  return eng.reg_read(regmap::kEntryStatus);
+  return panama::commit_entry(eng, index, static_cast<const TableEntry&>(s));
 }
 
 // A contribution to entry `s` from `child`, encoded by the reference encoder.

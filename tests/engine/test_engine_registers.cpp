@@ -95,7 +95,7 @@ void check_fresh_slot(E& eng, const EntrySpec& s, uint32_t seq) {
 TEST_CASE("identity, version and parameter registers", "[engine][registers]") {
   auto eng = std::make_unique<SmallEngine>();
   CHECK(eng->reg_read(kId) == 0x504E4D41u);
-  CHECK(eng->reg_read(kVersion) == ((1u << 16) | 0u));
+  CHECK(eng->reg_read(kVersion) == ((1u << 16) | 1u));
   CHECK(eng->reg_read(kNumEntries) == 8);
   CHECK(eng->reg_read(kNumSlots) == 64);
   CHECK(eng->reg_read(kSlotElems) == 144 * 16);

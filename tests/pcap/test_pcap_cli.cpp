@@ -107,7 +107,9 @@ TEST_CASE("file and configuration errors exit 1 and name the problem") {
     const RunResult r = pcap_tool({"--config", kConfig, "--in", raw, "--out", out});
     CHECK(r.exit_code == 1);
     CHECK(contains(r.err, raw + ": frames are RAW"));
-    CHECK(contains(r.err, "Ethernet (DLT_EN10MB) is needed"));
+    // The link type the file records (LINKTYPE_RAW), not libpcap's DLT_RAW.
+    CHECK(contains(r.err, "link type 101)"));
+    CHECK(contains(r.err, "Ethernet (link type 1) is needed"));
     std::remove(raw.c_str());
   }
   SECTION("unwritable output") {

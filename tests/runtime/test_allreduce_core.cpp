@@ -17,6 +17,7 @@
 
 #include "panama/engine.hpp"
 #include "panama/runtime/allreduce_core.hpp"
+#include "panama/table_entry.hpp"
 #include "support/frames.hpp"
 
 using namespace panama;
@@ -60,17 +61,16 @@ Plan make_plan(uint32_t rank, uint32_t world, uint32_t trees, uint32_t elems, ui
 
 void configure_engine(TestEngine& eng, uint32_t world, uint32_t trees, uint32_t q) {
   for (uint32_t t = 0; t < trees; ++t) {
-    eng.reg_write(regmap::kEntryIndex, t);
-    eng.reg_write(regmap::kEKey, kJob | ((10u + t) << 16));
-    eng.reg_write(regmap::kEFlags, regmap::kEntryFlagEnable | regmap::kEntryFlagRoot);
-    eng.reg_write(regmap::kEFanIn, world);
-    eng.reg_write(regmap::kEChildMaskLo, (1u << world) - 1);
-    eng.reg_write(regmap::kESlotBase, t * q);
-    eng.reg_write(regmap::kESlotCount, q);
-    eng.reg_write(regmap::kEUdpPorts, wire::kDefaultUdpPort | (uint32_t{wire::kDefaultUdpPort} << 16));
-    eng.reg_write(regmap::kEIpTtlDscp, 64);
-    eng.reg_write(regmap::kEntryCmd, regmap::kCmdCommit);
-    REQUIRE(eng.reg_read(regmap::kEntryStatus) == regmap::kStatusOk);
+    TableEntry e;
+    e.job = kJob;
+    e.tree = static_cast<uint8_t>(10 + t);
+    e.root = true;
+    e.fan_in = world;
+    e.child_mask = (uint64_t{1} << world) - 1;
+    e.slot_base = t * q;
+    e.slot_count = q;
+    e.udp_src = e.udp_dst = wire::kDefaultUdpPort;
+    REQUIRE(commit_entry(eng, t, e) == regmap::kStatusOk);
   }
 }
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "panama/runtime/plan.hpp"
+#include "panama/runtime/plan_file.hpp"
 
 using namespace panama::runtime;
 

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "panama/cosim.hpp"
+#include "panama/engine_backend.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::cosim {
@@ -73,7 +74,7 @@ std::string reg_name(size_t i) {
 
 CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& shaping) {
   CompareResult res;
-  auto model = std::make_unique<RtlEngine::ModelEngine>();
+  auto model = std::make_unique<ModelBackend<RtlEngine::ModelEngine>>();
   rtl.set_shaping(shaping);
   rtl.reset_stats();
   std::vector<uint32_t> ms, rs;

@@ -1,8 +1,6 @@
-// Co-simulation scenarios, pcap input/output and summaries (cosim.hpp); the
+// Co-simulation scenarios and summaries (cosim.hpp); the
 // comparison itself is in compare.cpp.
 #include "panama/cosim.hpp"
-
-#include <pcap/pcap.h>
 
 #include <algorithm>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include <sstream>
 
 #include "panama/regmap.hpp"
+#include "panama/table_entry.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::cosim {
@@ -37,27 +36,30 @@ struct EntrySpec {
 
 void push_entry(std::vector<RegWrite>& w, uint32_t index, const EntrySpec& e, bool enabled,
                 std::mt19937_64& rng, uint64_t mask_override = 0) {
-  uint64_t mask = 0;
-  for (uint16_t c : e.children) mask |= uint64_t{1} << c;
-  if (mask_override) mask = mask_override;
-  w.push_back({kEKey, e.job | (uint32_t{e.tree} << 16)});
-  w.push_back({kEFlags, (enabled ? kEntryFlagEnable : 0) | (e.root ? kEntryFlagRoot : 0)});
-  w.push_back({kEFanIn, e.fan_in});
-  w.push_back({kEChildMaskLo, static_cast<uint32_t>(mask)});
-  w.push_back({kEChildMaskHi, static_cast<uint32_t>(mask >> 32)});
-  w.push_back({kESlotBase, e.slot_base});
-  w.push_back({kESlotCount, e.slot_count});
-  w.push_back({kEOutChildId, static_cast<uint32_t>(rng() & 0xFFFF)});
-  w.push_back({kEEthDstLo, static_cast<uint32_t>(rng())});
-  w.push_back({kEEthDstHi, static_cast<uint32_t>(rng() & 0xFFFF)});
-  w.push_back({kEEthSrcLo, static_cast<uint32_t>(rng())});
-  w.push_back({kEEthSrcHi, static_cast<uint32_t>(rng() & 0xFFFF)});
-  w.push_back({kEIpSrc, static_cast<uint32_t>(rng())});
-  w.push_back({kEIpDst, static_cast<uint32_t>(rng())});
-  w.push_back({kEUdpPorts, static_cast<uint32_t>(rng())});
-  w.push_back({kEIpTtlDscp, static_cast<uint32_t>(rng() & 0x3FFF)});
-  w.push_back({kEntryIndex, index});
-  w.push_back({kEntryCmd, kCmdCommit});
+  TableEntry t;
+  for (uint16_t c : e.children) t.child_mask |= uint64_t{1} << c;
+  if (mask_override) t.child_mask = mask_override;
+  t.job = e.job;
+  t.tree = e.tree;
+  t.enable = enabled;
+  t.root = e.root;
+  t.fan_in = e.fan_in;
+  t.slot_base = e.slot_base;
+  t.slot_count = e.slot_count;
+  t.out_child_id = static_cast<uint16_t>(rng());
+  const uint32_t dst_lo = static_cast<uint32_t>(rng()), dst_hi = static_cast<uint32_t>(rng());
+  const uint32_t src_lo = static_cast<uint32_t>(rng()), src_hi = static_cast<uint32_t>(rng());
+  t.eth_dst = detail::mac_from(dst_hi, dst_lo);
+  t.eth_src = detail::mac_from(src_hi, src_lo);
+  t.ip_src = static_cast<uint32_t>(rng());
+  t.ip_dst = static_cast<uint32_t>(rng());
+  const uint32_t ports = static_cast<uint32_t>(rng());
+  t.udp_src = static_cast<uint16_t>(ports);
+  t.udp_dst = static_cast<uint16_t>(ports >> 16);
+  const uint32_t ttl_dscp = static_cast<uint32_t>(rng());
+  t.ttl = static_cast<uint8_t>(ttl_dscp);
+  t.dscp = static_cast<uint8_t>((ttl_dscp >> 8) & 0x3F);
+  entry_commit_writes(index, t, [&w](uint32_t a, uint32_t v) { w.push_back({a, v}); });
 }
 
 uint32_t random_float_bits(std::mt19937_64& rng) {
@@ -404,60 +406,6 @@ Scenario scenario_from_frames(const std::vector<Frame>& frames) {
   sc.segments.push_back(frames);
   sc.between.resize(1);
   return sc;
-}
-
-bool write_pcap(const std::string& path, const std::vector<Frame>& frames, std::string* error) {
-  pcap_t* p = pcap_open_dead(DLT_EN10MB, 65535);
-  if (!p) {
-    if (error) *error = "pcap_open_dead failed";
-    return false;
-  }
-  pcap_dumper_t* d = pcap_dump_open(p, path.c_str());
-  if (!d) {
-    if (error) *error = std::string("cannot write ") + path + ": " + pcap_geterr(p);
-    pcap_close(p);
-    return false;
-  }
-  uint32_t t = 0;
-  for (const auto& f : frames) {
-    pcap_pkthdr h{};
-    h.ts.tv_sec = 0;
-    h.ts.tv_usec = t++;
-    h.caplen = h.len = static_cast<uint32_t>(f.size());
-    pcap_dump(reinterpret_cast<u_char*>(d), &h, f.data());
-  }
-  pcap_dump_close(d);
-  pcap_close(p);
-  return true;
-}
-
-bool read_pcap(const std::string& path, std::vector<Frame>* frames, std::string* error) {
-  char err[PCAP_ERRBUF_SIZE] = {};
-  pcap_t* p = pcap_open_offline(path.c_str(), err);
-  if (!p) {
-    if (error) *error = std::string("cannot read ") + path + ": " + err;
-    return false;
-  }
-  if (pcap_datalink(p) != DLT_EN10MB) {
-    if (error)
-      *error = path + ": not an Ethernet capture (link type " + std::to_string(pcap_datalink(p)) + ")";
-    pcap_close(p);
-    return false;
-  }
-  pcap_pkthdr* h;
-  const u_char* data;
-  int rc;
-  while ((rc = pcap_next_ex(p, &h, &data)) == 1) {
-    if (h->caplen == 0) continue;
-    frames->emplace_back(data, data + h->caplen);
-  }
-  if (rc == PCAP_ERROR) {
-    if (error) *error = path + ": " + pcap_geterr(p);
-    pcap_close(p);
-    return false;
-  }
-  pcap_close(p);
-  return true;
 }
 
 LatencySummary summarize(std::vector<uint32_t> v) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "panama/cosim.hpp"
+#include "panama/pcap_file.hpp"
 
 using namespace panama::cosim;
 
@@ -38,12 +39,12 @@ void print_stats(const char* label, const CompareResult& r) {
 int report_failure(const Scenario& sc, const CompareResult& r, const std::string& dir) {
   std::printf("FAIL %s\n", r.message.c_str());
   const std::string path = dir + "/cosim-fail-seed-" + std::to_string(sc.seed) + ".pcap";
-  std::string err;
-  if (write_pcap(path, all_frames(sc), &err)) {
+  try {
+    panama::pcapio::write_frames(path, all_frames(sc));
     std::printf("failing traffic written to %s (replay: panama_cosim --seed %llu --seeds 1, or --pcap %s)\n",
                 path.c_str(), static_cast<unsigned long long>(sc.seed), path.c_str());
-  } else {
-    std::printf("could not write the failing traffic: %s\n", err.c_str());
+  } catch (const panama::pcapio::PcapError& e) {
+    std::printf("could not write the failing traffic: %s\n", e.what());
   }
   return 1;
 }
@@ -92,9 +93,10 @@ int main(int argc, char** argv) {
     }
     if (!pcap.empty()) {
       std::vector<Frame> frames;
-      std::string err;
-      if (!read_pcap(pcap, &frames, &err)) {
-        std::fprintf(stderr, "panama_cosim: %s\n", err.c_str());
+      try {
+        frames = panama::pcapio::read_frames(pcap);
+      } catch (const panama::pcapio::PcapError& e) {
+        std::fprintf(stderr, "panama_cosim: %s\n", e.what());
         return 2;
       }
       const Scenario sc = scenario_from_frames(frames);

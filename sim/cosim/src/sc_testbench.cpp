@@ -17,6 +17,7 @@
 
 #include "Vpanama_engine_sc.h"
 #include "panama/cosim.hpp"
+#include "panama/pcap_file.hpp"
 #include "panama/regmap.hpp"
 
 using namespace panama;
@@ -230,8 +231,11 @@ SC_MODULE(EngineTestbench) {
       }
     }
     if (!err.empty()) {
-      std::string perr;
-      write_pcap("cosim-sc-fail-seed-" + std::to_string(seed) + ".pcap", all_frames(sc), &perr);
+      try {
+        panama::pcapio::write_frames("cosim-sc-fail-seed-" + std::to_string(seed) + ".pcap", all_frames(sc));
+      } catch (const panama::pcapio::PcapError& e) {
+        std::printf("could not write the failing traffic: %s\n", e.what());
+      }
     }
     std::printf("systemc seed %llu: %zu frames, %zu emitted, %s\n", static_cast<unsigned long long>(seed),
                 sc.frame_count(), mout.size(), err.empty() ? "match" : ("FAIL: " + err).c_str());

@@ -1,4 +1,4 @@
-// libpcap wrappers for panama-pcap and the sample generator.
+// libpcap wrappers: the project's pcap reader and writer (pcap_file.hpp).
 #include "panama/pcap_file.hpp"
 
 #include <pcap/pcap.h>
@@ -23,12 +23,34 @@ bool file_has_nanosecond_magic(const std::string& path) {
                     (m[0] == 0x4D && m[1] == 0x3C && m[2] == 0xB2 && m[3] == 0xA1));
 }
 
-std::string link_type_name(int dlt) {
+// The link type as the file records it (the LINKTYPE_ number of the pcap
+// header), which can differ from libpcap's DLT_ number for the same type
+// (raw IP is LINKTYPE_RAW 101 in files, DLT_RAW 12 or 14 in libpcap).
+// -1 when it cannot be read (pcapng keeps it per interface).
+int file_link_type(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return -1;
+  uint8_t h[24] = {};
+  const size_t n = std::fread(h, 1, sizeof(h), f);
+  std::fclose(f);
+  if (n != sizeof(h)) return -1;
+  const bool le = (h[0] == 0xD4 && h[1] == 0xC3 && h[2] == 0xB2 && h[3] == 0xA1) ||
+                  (h[0] == 0x4D && h[1] == 0x3C && h[2] == 0xB2 && h[3] == 0xA1);
+  const bool be = (h[0] == 0xA1 && h[1] == 0xB2 && h[2] == 0xC3 && h[3] == 0xD4) ||
+                  (h[0] == 0xA1 && h[1] == 0xB2 && h[2] == 0x3C && h[3] == 0x4D);
+  if (!le && !be) return -1;
+  const uint32_t v =
+      le ? (uint32_t{h[20]} | uint32_t{h[21]} << 8 | uint32_t{h[22]} << 16 | uint32_t{h[23]} << 24)
+         : (uint32_t{h[23]} | uint32_t{h[22]} << 8 | uint32_t{h[21]} << 16 | uint32_t{h[20]} << 24);
+  return static_cast<int>(v & 0x0FFFFFFF);  // the upper bits carry FCS flags
+}
+
+std::string link_type_name(int dlt, int file_type) {
   const char* name = pcap_datalink_val_to_name(dlt);
   const char* desc = pcap_datalink_val_to_description(dlt);
-  std::string s = name ? name : "unknown";
-  if (desc) s += std::string(" (") + desc + ")";
-  return s + ", link type " + std::to_string(dlt);
+  std::string s = std::string(name ? name : "unknown") + " (";
+  if (desc) s += std::string(desc) + ", ";
+  return s + "link type " + std::to_string(file_type >= 0 ? file_type : dlt) + ")";
 }
 
 }  // namespace
@@ -43,7 +65,8 @@ PcapReader::PcapReader(const std::string& path) : path_(path) {
   if (dlt != DLT_EN10MB) {
     pcap_close(handle_);
     handle_ = nullptr;
-    throw PcapError(path + ": frames are " + link_type_name(dlt) + "; Ethernet (DLT_EN10MB) is needed");
+    throw PcapError(path + ": frames are " + link_type_name(dlt, file_link_type(path)) +
+                    "; Ethernet (link type 1) is needed");
   }
 }
 
@@ -106,6 +129,25 @@ void PcapWriter::close() {
   pcap_close(dead_);
   dead_ = nullptr;
   if (failed) throw PcapError(path_ + ": write failed: " + std::strerror(saved));
+}
+
+Frames read_frames(const std::string& path) {
+  PcapReader reader(path);
+  Frames frames;
+  Record rec;
+  while (reader.next(rec)) frames.emplace_back(rec.data, rec.data + rec.caplen);
+  if (!reader.error().empty()) throw PcapError(path + ": " + reader.error());
+  return frames;
+}
+
+void write_frames(const std::string& path, const Frames& frames) {
+  PcapWriter writer(path, false);
+  Timestamp ts;
+  for (const auto& f : frames) {
+    writer.write(ts, f.data(), static_cast<uint32_t>(f.size()));
+    ++ts.frac;
+  }
+  writer.close();
 }
 
 }  // namespace panama::pcapio

@@ -191,6 +191,28 @@ uint64_t EntryConfig::child_mask() const {
   return mask;
 }
 
+TableEntry EntryConfig::table_entry() const {
+  TableEntry t;
+  t.job = job;
+  t.tree = tree;
+  t.enable = true;
+  t.root = root;
+  t.fan_in = fan_in;
+  t.child_mask = child_mask();
+  t.slot_base = slot_base;
+  t.slot_count = slot_count;
+  t.out_child_id = out_child_id;
+  t.eth_dst = eth_dst;
+  t.eth_src = eth_src;
+  t.ip_src = ip_src;
+  t.ip_dst = ip_dst;
+  t.udp_src = udp_src;
+  t.udp_dst = udp_dst;
+  t.ttl = ttl;
+  t.dscp = dscp;
+  return t;
+}
+
 void validate_node_config(const NodeConfig& cfg, const std::string& origin) {
   if (cfg.node.empty()) fail(origin, "node", "must not be empty");
   if (cfg.engine.udp_port == 0) fail(origin, "engine.udp_port", "UDP port 0 is not allowed");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "file_lock.hpp"
+#include "panama/driver/errors.hpp"
 #include "panama/driver/register_port.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/regmap.hpp"
@@ -44,10 +45,27 @@ std::string xclbin_line(const XclbinInfo& info) {
   return "x " + uuid_to_string(info.uuid) + " " + info.platform + " " + k->kernel + ":" + k->compute_unit;
 }
 
+// kAuto: the RTL engine when available, else the model.
+std::unique_ptr<EngineBackend> make_backend(SimEngineKind kind) {
+  if (kind == SimEngineKind::kModel || (kind == SimEngineKind::kAuto && !rtl_engine_available())) {
+    return make_engine_backend("model");
+  }
+  if (!rtl_engine_available()) {
+    throw DriverError(ErrorKind::kUnsupported,
+                      "sim:rtl: this build has no Verilated RTL engine (Verilator was not found at build "
+                      "time); use sim:model, or install verilator (scripts/setup.sh) and rebuild");
+  }
+  return make_engine_backend("rtl");
+}
+
 }  // namespace
 
+bool rtl_engine_available() {
+  return have_engine_backend("rtl");
+}
+
 SimulationDevice::SimulationDevice(SimEngineKind kind, const OpenOptions& options)
-    : kind_(kind), options_(options), engine_(make_sim_engine(kind)), engine_name_(engine_->name()) {
+    : kind_(kind), options_(options), engine_(make_backend(kind)), engine_name_(engine_->description()) {
   if (options_.sim_state.empty()) return;
   lock_fd_ = detail::lock_file(options_.sim_state, options_.mode == OpenMode::kControl, spec());
   try {
@@ -103,7 +121,6 @@ void SimulationDevice::replay() {
   }
   size_t lineno = 1;
   Frame frame;
-  std::vector<Frame> discard;
   while (std::getline(in, line)) {
     ++lineno;
     std::istringstream ls(line);
@@ -117,10 +134,9 @@ void SimulationDevice::replay() {
     } else if (tag == "f") {
       std::string hex;
       ok = (ls >> hex) && from_hex(hex, frame);
-      if (ok) {
-        discard.clear();
-        engine_->process_frame(frame.data(), static_cast<uint32_t>(frame.size()), discard);
-      }
+      if (ok)
+        engine_->process_frame(frame.data(), static_cast<uint32_t>(frame.size()),
+                               [](const uint8_t*, uint32_t) {});
     } else if (tag == "x") {
       std::string uuid, platform, ip;
       ok = static_cast<bool>(ls >> uuid >> platform >> ip);
@@ -204,7 +220,7 @@ std::vector<Frame> SimulationDevice::send_frame(const uint8_t* data, uint32_t le
     throw DriverError(ErrorKind::kInvalidArgument, spec() + " was opened read-only; cannot send frames");
   }
   std::vector<Frame> out;
-  engine_->process_frame(data, len, out);
+  engine_->process_frame(data, len, [&out](const uint8_t* d, uint32_t n) { out.emplace_back(d, d + n); });
   journal("f " + to_hex(data, len));
   return out;
 }

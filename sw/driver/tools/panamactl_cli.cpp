@@ -3,7 +3,6 @@
 // alike; the simulation keeps its state in a file between commands.
 #include "panamactl_cli.hpp"
 
-#include <pcap/pcap.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -14,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "panama/driver/device.hpp"
@@ -21,6 +21,7 @@
 #include "panama/driver/xclbin.hpp"
 #include "panama/engine_counters.hpp"
 #include "panama/node_config.hpp"
+#include "panama/pcap_file.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::driver {
@@ -185,16 +186,6 @@ int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std:
   send->add_option("pcap", pcap_in, "input capture (Ethernet)")->required()->check(CLI::ExistingFile);
   send->add_option("-o,--out", pcap_out, "write the frames the engine sends to this capture");
 
-  std::string image_out, flavor = "rtl", platform = "xilinx_u280_gen3x16_xdma_1_202211_1";
-  auto* make = app.add_subcommand("make-xclbin",
-                                  "write a test xclbin: the PANAMA kernel's IP layout, no bitstream "
-                                  "(for XRT's no-op device and the simulation backend)");
-  make->add_option("out", image_out, "output file")->required();
-  make->add_option("--kernel", flavor, "rtl or hls")
-      ->check(CLI::IsMember({"rtl", "hls"}))
-      ->capture_default_str();
-  make->add_option("--platform", platform, "platform VBNV recorded in the header")->capture_default_str();
-
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -253,50 +244,27 @@ int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std:
       auto* sim = dynamic_cast<SimulationDevice*>(dev.get());
       if (!sim)
         throw DriverError(ErrorKind::kUnsupported, "send works on the simulation backend only (-d sim)");
-      char errbuf[PCAP_ERRBUF_SIZE];
-      std::unique_ptr<pcap_t, void (*)(pcap_t*)> in(pcap_open_offline(pcap_in.c_str(), errbuf), pcap_close);
-      if (!in) throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": " + errbuf);
-      if (pcap_datalink(in.get()) != DLT_EN10MB) {
-        throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": not an Ethernet capture");
-      }
-      std::unique_ptr<pcap_t, void (*)(pcap_t*)> dead(nullptr, pcap_close);
-      std::unique_ptr<pcap_dumper_t, void (*)(pcap_dumper_t*)> dump(nullptr, pcap_dump_close);
-      if (!pcap_out.empty()) {
-        dead.reset(pcap_open_dead(DLT_EN10MB, 65535));
-        dump.reset(pcap_dump_open(dead.get(), pcap_out.c_str()));
-        if (!dump) throw DriverError(ErrorKind::kInvalidArgument, pcap_out + ": " + pcap_geterr(dead.get()));
-      }
-      pcap_pkthdr* h;
-      const u_char* data;
+      // The output keeps the input's timestamps: each frame the engine sends
+      // is stamped with the time of the frame that caused it.
+      pcapio::PcapReader in(pcap_in);
+      std::optional<pcapio::PcapWriter> dump;
+      if (!pcap_out.empty()) dump.emplace(pcap_out, in.nanosecond());
+      pcapio::Record rec;
       uint64_t frames = 0, sent = 0, partial = 0;
-      int rc;
-      while ((rc = pcap_next_ex(in.get(), &h, &data)) == 1) {
+      while (in.next(rec)) {
         ++frames;
-        if (h->caplen < h->len) ++partial;  // snapped frames go in as captured; the engine judges them
-        for (const Frame& f : sim->send_frame(data, h->caplen)) {
+        if (rec.caplen < rec.wire_len) ++partial;  // snapped frames go in as captured; the engine judges them
+        for (const Frame& f : sim->send_frame(rec.data, rec.caplen)) {
           ++sent;
-          if (dump) {
-            pcap_pkthdr oh = *h;
-            oh.caplen = oh.len = static_cast<uint32_t>(f.size());
-            pcap_dump(reinterpret_cast<u_char*>(dump.get()), &oh, f.data());
-          }
+          if (dump) dump->write(rec.ts, f.data(), static_cast<uint32_t>(f.size()));
         }
         if (frames % 10000 == 0) err << "send: " << frames << " frames\n";
       }
-      if (rc == -1) throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": " + pcap_geterr(in.get()));
+      if (!in.error().empty()) throw DriverError(ErrorKind::kInvalidArgument, pcap_in + ": " + in.error());
+      if (dump) dump->close();
       out << fmt::format("{}: {} frames in, {} frames out{}{}\n", dev->spec(), frames, sent,
                          partial ? fmt::format(" ({} captured shorter than on the wire)", partial) : "",
                          pcap_out.empty() ? "" : ", written to " + pcap_out);
-    } else if (*make) {
-      const auto image = build_xclbin(
-          panama_xclbin_spec(flavor == "rtl" ? KernelFlavor::kRtl : KernelFlavor::kHls, platform));
-      std::ofstream f(image_out, std::ios::binary);
-      f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
-      f.close();
-      if (!f) throw DriverError(ErrorKind::kInvalidArgument, image_out + ": cannot write");
-      const XclbinInfo info = parse_xclbin(image, image_out);
-      out << fmt::format("{}: test xclbin {} for {} with {} (IP layout only, no bitstream)\n", image_out,
-                         uuid_to_string(info.uuid), platform, info.panama_kernel()->xrt_ip_name());
     }
   } catch (const DriverError& e) {
     err << "panamactl: " << to_string(e.kind()) << ": " << e.what() << "\n";

@@ -1,6 +1,7 @@
 // Co-simulation of the RTL engine against the HLS C++ model: traffic
-// generation (seeded), table configuration, the frame-by-frame and counter
-// comparison, and pcap input/output for failing or recorded traffic.
+// generation (seeded), table configuration and the frame-by-frame and
+// counter comparison. Failing or recorded traffic is read and written with
+// the project's pcap reader/writer (panama/pcap_file.hpp).
 #pragma once
 
 #include <cstdint>
@@ -62,14 +63,11 @@ struct CompareResult {
   CycleStats stats;    // RTL cycle figures
 };
 
-// Runs `sc` on a fresh HLS model and on `rtl` (reset first through CONTROL)
+// Runs `sc` on a fresh HLS model (the model backend in the RTL's
+// configuration) and on `rtl` (reset first through CONTROL)
 // and compares every outcome, every emitted frame bit for bit, the entry
 // command statuses, every register and every counter.
 CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& shaping);
-
-// pcap (Ethernet link type) files.
-bool write_pcap(const std::string& path, const std::vector<Frame>& frames, std::string* error);
-bool read_pcap(const std::string& path, std::vector<Frame>* frames, std::string* error);
 
 // All frames of a scenario in order (for writing a failing run).
 std::vector<Frame> all_frames(const Scenario& sc);

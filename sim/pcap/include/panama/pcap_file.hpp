@@ -1,11 +1,14 @@
 // Reading and writing Ethernet pcap files with libpcap, with errors that
-// name the file. Timestamps keep the input's resolution (micro- or
-// nanoseconds) so tools can copy them to their output unchanged.
+// name the file: the project's one pcap reader/writer (panama-pcap, the
+// sample generator, the co-simulation and panamactl use it). Timestamps
+// keep the input's resolution (micro- or nanoseconds) so tools can copy
+// them to their output unchanged.
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 struct pcap;
 struct pcap_dumper;
@@ -71,5 +74,14 @@ class PcapWriter {
   pcap* dead_ = nullptr;
   pcap_dumper* dumper_ = nullptr;
 };
+
+using Frames = std::vector<std::vector<uint8_t>>;
+
+// Every frame of an Ethernet capture, as captured; a damaged record is a
+// PcapError naming the file.
+Frames read_frames(const std::string& path);
+
+// Writes `frames` as an Ethernet capture with timestamps 0, 1, 2... us.
+void write_frames(const std::string& path, const Frames& frames);
 
 }  // namespace panama::pcapio

@@ -2,7 +2,7 @@
 // card) that describes its engine's table. The controller writes it
 // (to_json); panama-pcap, the software PSwitch and the card driver read it
 // (load_node_config) and program the engine with apply_node_config
-// (panama/config_apply.hpp). docs/configuration.md documents every key.
+// (panama/apply_config.hpp, in sw/control). docs/configuration.md documents every key.
 #pragma once
 
 #include <array>
@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "panama/table_entry.hpp"
+#include "panama/wire.hpp"
+
 namespace panama::config {
 
 // A configuration that cannot be read, parsed or applied. The message names
@@ -22,7 +25,7 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-using MacAddress = std::array<uint8_t, 6>;
+using MacAddress = MacBytes;
 
 constexpr uint16_t kDefaultTtl = 64;
 constexpr uint32_t kMaxChildId = 63;  // child ids index a 64-bit mask
@@ -49,10 +52,12 @@ struct EntryConfig {
   uint8_t dscp = 0;
 
   uint64_t child_mask() const;
+  // The entry as the engine's staged registers hold it (enabled).
+  TableEntry table_entry() const;
 };
 
 struct EngineSection {
-  uint16_t udp_port = 9600;  // wire::kDefaultUdpPort
+  uint16_t udp_port = wire::kDefaultUdpPort;
 };
 
 struct NodeConfig {

@@ -18,7 +18,7 @@
 #include "panama/cluster/cluster.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/runtime/dpdk.hpp"
-#include "panama/runtime/plan.hpp"
+#include "panama/runtime/plan_file.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::cluster {

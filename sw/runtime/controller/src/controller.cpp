@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "panama/engine.hpp"
+#include "panama/runtime/plan_file.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::controller {
@@ -102,14 +102,27 @@ config::MacAddress multicast_mac(uint32_t ip) {
           static_cast<uint8_t>(ip)};
 }
 
+// The engine capacity keys of a cluster or PSwitch object. The bounds are
+// the register map's: at most 256 entries, a share's E_SLOT_COUNT is 16 bits
+// wide in effect (cwnd_cap), and an element count is a 16-bit field.
+static EngineCapacity read_capacity(const json& o, const std::string& where, const EngineCapacity& dflt) {
+  EngineCapacity e;
+  e.table_entries = static_cast<uint32_t>(get_uint(o, "table_entries", dflt.table_entries, 1, 256, where));
+  e.packet_memory =
+      static_cast<uint32_t>(get_uint(o, "packet_memory", dflt.packet_memory, 1, 1u << 24, where));
+  e.slot_elems = static_cast<uint32_t>(get_uint(o, "slot_elems", dflt.slot_elems, 1, 0xFFFF, where));
+  return e;
+}
+
 ClusterDesc parse_cluster(const json& j) {
   const std::string w = "cluster";
   if (!j.is_object()) fail("cluster: must be a JSON object");
-  reject_unknown(j, w, {"name", "hosts", "pswitches", "links", "port_defaults", "run_dir", "packet_memory"});
+  reject_unknown(j, w,
+                 {"name", "hosts", "pswitches", "links", "port_defaults", "run_dir", "packet_memory",
+                  "table_entries", "slot_elems"});
   ClusterDesc c;
   c.run_dir = get<std::string>(j, "run_dir", c.run_dir, w);
-  const uint32_t default_memory = static_cast<uint32_t>(
-      get_uint(j, "packet_memory", DefaultEngine::kPacketSlots, 1, DefaultEngine::kPacketSlots, w));
+  const EngineCapacity default_engine = read_capacity(j, w, EngineCapacity{});
   for (const char* key : {"hosts", "pswitches", "links"}) {
     if (!j.contains(key) || !j[key].is_array() || j[key].empty()) {
       fail(w + "." + key + ": missing or empty (a non-empty array is required)");
@@ -139,15 +152,14 @@ ClusterDesc parse_cluster(const json& j) {
     SwitchDesc s;
     s.mac = auto_mac(2, i);
     s.ip = auto_ip(2, i);
-    s.packet_memory = default_memory;
+    s.engine = default_engine;
     if (o.is_string()) {
       s.name = o.get<std::string>();
     } else if (o.is_object()) {
-      reject_unknown(o, where, {"name", "mac", "ip", "packet_memory"});
+      reject_unknown(o, where, {"name", "mac", "ip", "packet_memory", "table_entries", "slot_elems"});
       s.name = get<std::string>(o, "name", "", where);
       read_address(o, where, s.mac, s.ip);
-      s.packet_memory = static_cast<uint32_t>(
-          get_uint(o, "packet_memory", default_memory, 1, DefaultEngine::kPacketSlots, where));
+      s.engine = read_capacity(o, where, default_engine);
     } else {
       fail(where + ": expected a name or an object");
     }
@@ -193,8 +205,7 @@ JobsDesc parse_jobs(const json& j) {
   d.weighted_shares = shares == "weighted";
   d.udp_port = static_cast<uint16_t>(get_uint(j, "udp_port", d.udp_port, 1, 65535, w));
   d.elems_per_packet = static_cast<uint32_t>(
-      get_uint(j, "elems_per_packet", d.elems_per_packet, 1,
-               std::min<uint32_t>(wire::kMaxElemsPerFrame, DefaultEngine::kSlotCapacity), w));
+      get_uint(j, "elems_per_packet", d.elems_per_packet, 1, wire::kMaxElemsPerFrame, w));
   if (j.contains("congestion")) {
     // Reuse the plan parser for the congestion keys: one definition of them.
     json probe = {
@@ -264,328 +275,383 @@ struct PendingEntry {
   config::EntryConfig cfg;
 };
 
-}  // namespace
+// plan_deployment's steps, in the order docs/controller.md describes them:
+// name the nodes, check the links (one PSwitch or a leaf-spine fabric),
+// build each job's trees, divide each PSwitch's packet memory into shares,
+// then write the PSwitch node configurations and the worker plans.
+class Planner {
+ public:
+  Planner(const ClusterDesc& cluster, const JobsDesc& jobs) : c(cluster), jd(jobs) {}
 
-Deployment plan_deployment(const ClusterDesc& c, const JobsDesc& jd) {
-  // ---- names
-  std::map<std::string, Node> nodes;
-  for (size_t i = 0; i < c.hosts.size(); ++i) {
-    if (!nodes.emplace(c.hosts[i].name, Node{NodeKind::kHost, i}).second) {
-      fail("cluster: name '" + c.hosts[i].name + "' is used twice");
-    }
-  }
-  for (size_t i = 0; i < c.switches.size(); ++i) {
-    if (!nodes.emplace(c.switches[i].name, Node{NodeKind::kSwitch, i}).second) {
-      fail("cluster: name '" + c.switches[i].name + "' is used twice");
-    }
+  Deployment run() {
+    index_names();
+    check_links();
+    build_trees();
+    assign_shares();
+    write_switch_configs();
+    write_worker_plans();
+    return std::move(d);
   }
 
-  // ---- links: hosts hang off exactly one switch; switches form leaf-spine
-  std::vector<std::vector<std::string>> sw_ports(c.switches.size());  // neighbour names, port order
-  std::vector<std::vector<double>> sw_rates(c.switches.size());
-  std::vector<int> host_leaf(c.hosts.size(), -1);
-  std::vector<double> host_rate(c.hosts.size(), 0.0);
-  std::set<std::pair<std::string, std::string>> seen;
-  for (size_t i = 0; i < c.links.size(); ++i) {
-    const LinkDesc& l = c.links[i];
-    const std::string where = "cluster.links[" + std::to_string(i) + "] (" + l.a + " - " + l.b + ")";
-    auto ia = nodes.find(l.a), ib = nodes.find(l.b);
-    if (ia == nodes.end()) fail(where + ": unknown node '" + l.a + "'");
-    if (ib == nodes.end()) fail(where + ": unknown node '" + l.b + "'");
-    if (l.a == l.b) fail(where + ": a link needs two different ends");
-    if (!seen.insert(std::minmax(l.a, l.b)).second) fail(where + ": the two nodes are already linked");
-    if (ia->second.kind == NodeKind::kHost && ib->second.kind == NodeKind::kHost) {
-      fail(where + ": hosts connect to PSwitches, not to each other");
-    }
-    for (auto [self, other] : {std::pair{ia, ib}, std::pair{ib, ia}}) {
-      if (self->second.kind == NodeKind::kHost) {
-        if (host_leaf[self->second.index] >= 0)
-          fail(where + ": host '" + self->first + "' has a second link");
-        host_leaf[self->second.index] = static_cast<int>(other->second.index);
-        host_rate[self->second.index] = l.rate_gbps;
-      } else {
-        sw_ports[self->second.index].push_back(other->first);
-        sw_rates[self->second.index].push_back(l.rate_gbps);
-      }
-    }
-  }
-  for (size_t h = 0; h < c.hosts.size(); ++h) {
-    if (host_leaf[h] < 0) fail("cluster: host '" + c.hosts[h].name + "' has no link to a PSwitch");
-  }
-  std::vector<bool> is_leaf(c.switches.size(), false);
-  for (int leaf : host_leaf) is_leaf[leaf] = true;
-  for (size_t s = 0; s < c.switches.size(); ++s) {
-    if (sw_ports[s].empty()) fail("cluster: PSwitch '" + c.switches[s].name + "' has no links");
-    if (sw_ports[s].size() > 64) fail("cluster: PSwitch '" + c.switches[s].name + "' has more than 64 ports");
-    for (const std::string& n : sw_ports[s]) {
-      const Node& o = nodes.at(n);
-      if (o.kind == NodeKind::kSwitch && is_leaf[s] == is_leaf[o.index]) {
-        fail("cluster: link " + c.switches[s].name + " - " + n + " joins two " +
-             (is_leaf[s] ? "leaf" : "spine") +
-             " PSwitches; supported are one PSwitch or a two-tier leaf-spine fabric (leaves: PSwitches with "
-             "hosts, spines: PSwitches linked only to leaves)");
-      }
-    }
-  }
-  auto port_of = [&](size_t sw, const std::string& neighbour) {
-    const auto& p = sw_ports[sw];
-    return static_cast<uint32_t>(std::find(p.begin(), p.end(), neighbour) - p.begin());
-  };
-  auto linked = [&](size_t sw, const std::string& neighbour) {
-    const auto& p = sw_ports[sw];
-    return std::find(p.begin(), p.end(), neighbour) != p.end();
-  };
-
-  // ---- jobs and their trees
-  std::set<uint16_t> job_ids;
-  std::map<std::string, uint16_t> host_job;
-  std::vector<PendingEntry> entries;
-  Deployment d;
+ private:
   struct WorkerSlot {
     size_t host;
     size_t job_index;
     uint32_t rank;
     uint16_t child_id;
   };
-  std::vector<WorkerSlot> worker_slots;
-  for (size_t ji = 0; ji < jd.jobs.size(); ++ji) {
-    const JobDesc& job = jd.jobs[ji];
-    const std::string where = "job " + std::to_string(job.id);
-    if (!job_ids.insert(job.id).second) fail("jobs: job id " + std::to_string(job.id) + " is used twice");
-    if (job.trees < 1 || job.trees > 255) fail(where + ": trees must be 1..255");
-    // Leaves in order of first appearance; each leaf's workers in rank order.
-    std::vector<size_t> leaves;
-    std::map<size_t, std::vector<std::string>> leaf_workers;
-    for (uint32_t r = 0; r < job.workers.size(); ++r) {
-      const std::string& wname = job.workers[r];
-      auto it = nodes.find(wname);
-      if (it == nodes.end() || it->second.kind != NodeKind::kHost) {
-        fail(where + ": worker '" + wname + "' is not a host of the cluster");
+
+  // Every host and PSwitch by name; names are unique across both.
+  void index_names() {
+    for (size_t i = 0; i < c.hosts.size(); ++i) {
+      if (!nodes.emplace(c.hosts[i].name, Node{NodeKind::kHost, i}).second) {
+        fail("cluster: name '" + c.hosts[i].name + "' is used twice");
       }
-      if (!host_job.emplace(wname, job.id).second) {
-        fail(where + ": host '" + wname + "' already runs a worker (of job " +
-             std::to_string(host_job[wname]) + "); one worker per host");
-      }
-      const size_t leaf = static_cast<size_t>(host_leaf[it->second.index]);
-      if (!leaf_workers.count(leaf)) leaves.push_back(leaf);
-      leaf_workers[leaf].push_back(wname);
-      if (leaf_workers[leaf].size() > config::kMaxFanIn) {
-        fail(where + ": more than 64 workers under PSwitch '" + c.switches[leaf].name + "' (fan-in limit)");
-      }
-      worker_slots.push_back(
-          WorkerSlot{it->second.index, ji, r, static_cast<uint16_t>(leaf_workers[leaf].size() - 1)});
     }
-    std::vector<size_t> roots;
-    if (leaves.size() == 1) {
-      roots.push_back(leaves[0]);
-    } else {
-      for (size_t s = 0; s < c.switches.size(); ++s) {
-        if (is_leaf[s]) continue;
-        bool all = true;
-        for (size_t l : leaves) all = all && linked(s, c.switches[l].name);
-        if (all) roots.push_back(s);
+    for (size_t i = 0; i < c.switches.size(); ++i) {
+      if (!nodes.emplace(c.switches[i].name, Node{NodeKind::kSwitch, i}).second) {
+        fail("cluster: name '" + c.switches[i].name + "' is used twice");
       }
-      if (roots.empty()) {
-        fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
-             " leaves and no spine PSwitch is linked to all of them");
-      }
-      if (leaves.size() > config::kMaxFanIn) fail(where + ": more than 64 leaves (fan-in limit at the root)");
-    }
-    for (uint32_t t = 0; t < job.trees; ++t) {
-      const size_t root = roots[t % roots.size()];
-      const uint8_t tree = static_cast<uint8_t>(t);
-      const uint32_t group = multicast_ip(job.id, tree);
-      d.trees.push_back(TreeInfo{job.id, tree, c.switches[root].name, group});
-      if (root == leaves[0] && leaves.size() == 1) {
-        entries.push_back(PendingEntry{
-            root, job.id, tree, true, job.weight, job.dscp, leaf_workers[root], "", 0, group, {}});
-        continue;
-      }
-      std::vector<std::string> leaf_names;
-      for (size_t i = 0; i < leaves.size(); ++i) {
-        const size_t l = leaves[i];
-        leaf_names.push_back(c.switches[l].name);
-        entries.push_back(PendingEntry{l,
-                                       job.id,
-                                       tree,
-                                       false,
-                                       job.weight,
-                                       job.dscp,
-                                       leaf_workers[l],
-                                       c.switches[root].name,
-                                       static_cast<uint16_t>(i),
-                                       group,
-                                       {}});
-      }
-      entries.push_back(
-          PendingEntry{root, job.id, tree, true, job.weight, job.dscp, leaf_names, "", 0, group, {}});
     }
   }
 
-  // ---- shares of each PSwitch's packet memory
-  for (size_t s = 0; s < c.switches.size(); ++s) {
-    std::vector<PendingEntry*> mine;
-    double weight_sum = 0;
-    for (PendingEntry& e : entries) {
-      if (e.sw == s) {
-        mine.push_back(&e);
-        weight_sum += jd.weighted_shares ? e.weight : 1.0;
+  // Hosts hang off exactly one PSwitch; PSwitches form one switch or a
+  // two-tier leaf-spine fabric.
+  void check_links() {
+    sw_ports.assign(c.switches.size(), {});
+    sw_rates.assign(c.switches.size(), {});
+    host_leaf.assign(c.hosts.size(), -1);
+    std::set<std::pair<std::string, std::string>> seen;
+    for (size_t i = 0; i < c.links.size(); ++i) {
+      const LinkDesc& l = c.links[i];
+      const std::string where = "cluster.links[" + std::to_string(i) + "] (" + l.a + " - " + l.b + ")";
+      auto ia = nodes.find(l.a), ib = nodes.find(l.b);
+      if (ia == nodes.end()) fail(where + ": unknown node '" + l.a + "'");
+      if (ib == nodes.end()) fail(where + ": unknown node '" + l.b + "'");
+      if (l.a == l.b) fail(where + ": a link needs two different ends");
+      if (!seen.insert(std::minmax(l.a, l.b)).second) fail(where + ": the two nodes are already linked");
+      if (ia->second.kind == NodeKind::kHost && ib->second.kind == NodeKind::kHost) {
+        fail(where + ": hosts connect to PSwitches, not to each other");
       }
-    }
-    const SwitchDesc& sd = c.switches[s];
-    if (mine.size() > DefaultEngine::kTableEntries) {
-      fail("PSwitch '" + sd.name + "': " + std::to_string(mine.size()) + " (job, tree) entries exceed the " +
-           std::to_string(DefaultEngine::kTableEntries) + "-entry table; use fewer trees or jobs");
-    }
-    uint32_t base = 0;
-    for (size_t i = 0; i < mine.size(); ++i) {
-      PendingEntry& e = *mine[i];
-      const double w = jd.weighted_shares ? e.weight : 1.0;
-      const uint32_t q = static_cast<uint32_t>(static_cast<double>(sd.packet_memory) * w / weight_sum);
-      if (q < 1) {
-        fail("PSwitch '" + sd.name + "': its packet memory of " + std::to_string(sd.packet_memory) +
-             " slots leaves job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +
-             " no slot; use fewer trees or jobs, more memory, or other weights");
-      }
-      config::EntryConfig& ec = e.cfg;
-      ec.index = static_cast<uint32_t>(i);
-      ec.job = e.job;
-      ec.tree = e.tree;
-      ec.root = e.root;
-      ec.fan_in = static_cast<uint32_t>(e.children.size());
-      for (size_t k = 0; k < e.children.size(); ++k) ec.children.push_back(static_cast<uint8_t>(k));
-      ec.slot_base = base;
-      ec.slot_count = q;
-      base += q;
-      ec.out_child_id = e.out_child_id;
-      ec.eth_src = sd.mac;
-      ec.ip_src = sd.ip;
-      if (e.root) {
-        ec.ip_dst = e.group_ip;
-        ec.eth_dst = multicast_mac(e.group_ip);
-      } else {
-        const SwitchDesc& parent = c.switches[nodes.at(e.parent).index];
-        ec.ip_dst = parent.ip;
-        ec.eth_dst = parent.mac;
-      }
-      ec.udp_src = jd.udp_port;
-      ec.udp_dst = jd.udp_port;
-      ec.dscp = e.dscp;
-    }
-  }
-
-  // ---- PSwitch node configs
-  for (size_t s = 0; s < c.switches.size(); ++s) {
-    const SwitchDesc& sd = c.switches[s];
-    SwitchOutput out;
-    pswitch::PswitchSettings& ps = out.settings;
-    ps.name = sd.name;
-    ps.seed = c.port_defaults.seed * 1000003u + s;
-    for (size_t p = 0; p < sw_ports[s].size(); ++p) {
-      const std::string& n = sw_ports[s][p];
-      const Node& o = nodes.at(n);
-      pswitch::PortSettings port;
-      port.name = n;
-      // The spine (or the PSwitch, towards a host) serves the socket.
-      const bool server = o.kind == NodeKind::kHost || is_leaf[o.index];
-      const std::string sock = c.run_dir + "/" + (server ? sd.name + "-" + n : n + "-" + sd.name) + ".sock";
-      if (sock.size() >= 108)
-        fail("cluster.run_dir: socket path '" + sock + "' is too long (unix sockets allow 107 bytes)");
-      port.vdev = "net_memif" + std::to_string(p) + ",role=" + (server ? "server" : "client") +
-                  ",socket=" + sock + kMemifArgs;
-      port.rate_gbps = sw_rates[s][p];
-      port.queue_bytes = c.port_defaults.queue_bytes;
-      port.ecn_k_bytes = c.port_defaults.ecn_k_bytes;
-      port.loss = c.port_defaults.loss;
-      port.dup = c.port_defaults.dup;
-      port.reorder = c.port_defaults.reorder;
-      port.uplink = is_leaf[s] && o.kind == NodeKind::kSwitch;
-      ps.ports.push_back(port);
-      // Static MAC routes: the neighbour itself, and a spine reaches a leaf's hosts through it.
-      const config::MacAddress mac =
-          o.kind == NodeKind::kHost ? c.hosts[o.index].mac : c.switches[o.index].mac;
-      ps.mac_table.push_back(pswitch::MacRoute{mac, static_cast<uint32_t>(p)});
-      if (o.kind == NodeKind::kSwitch && !is_leaf[s]) {
-        for (size_t h = 0; h < c.hosts.size(); ++h) {
-          if (static_cast<size_t>(host_leaf[h]) == o.index) {
-            ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
-          }
+      for (auto [self, other] : {std::pair{ia, ib}, std::pair{ib, ia}}) {
+        if (self->second.kind == NodeKind::kHost) {
+          if (host_leaf[self->second.index] >= 0)
+            fail(where + ": host '" + self->first + "' has a second link");
+          host_leaf[self->second.index] = static_cast<int>(other->second.index);
+        } else {
+          sw_ports[self->second.index].push_back(other->first);
+          sw_rates[self->second.index].push_back(l.rate_gbps);
         }
       }
     }
-    config::NodeConfig& nc = out.node;
-    nc.node = sd.name;
-    nc.engine.udp_port = jd.udp_port;
-    for (const PendingEntry& e : entries) {
-      if (e.sw != s) continue;
-      nc.entries.push_back(e.cfg);
-      pswitch::TreePorts tp;
-      tp.job = e.job;
-      tp.tree = e.tree;
-      tp.parent = e.parent.empty() ? -1 : static_cast<int>(port_of(s, e.parent));
-      for (const std::string& ch : e.children) tp.children.push_back(port_of(s, ch));
-      ps.trees.push_back(tp);
+    for (size_t h = 0; h < c.hosts.size(); ++h) {
+      if (host_leaf[h] < 0) fail("cluster: host '" + c.hosts[h].name + "' has no link to a PSwitch");
     }
-    nc.pswitch = pswitch::settings_to_json(ps);
-    try {
-      config::validate_node_config(nc, sd.name);
-    } catch (const config::ConfigError& e) {
-      fail(std::string("internal: generated node config is invalid: ") + e.what());
+    is_leaf.assign(c.switches.size(), false);
+    for (int leaf : host_leaf) is_leaf[leaf] = true;
+    for (size_t s = 0; s < c.switches.size(); ++s) {
+      if (sw_ports[s].empty()) fail("cluster: PSwitch '" + c.switches[s].name + "' has no links");
+      if (sw_ports[s].size() > 64)
+        fail("cluster: PSwitch '" + c.switches[s].name + "' has more than 64 ports");
+      for (const std::string& n : sw_ports[s]) {
+        const Node& o = nodes.at(n);
+        if (o.kind == NodeKind::kSwitch && is_leaf[s] == is_leaf[o.index]) {
+          fail(
+              "cluster: link " + c.switches[s].name + " - " + n + " joins two " +
+              (is_leaf[s] ? "leaf" : "spine") +
+              " PSwitches; supported are one PSwitch or a two-tier leaf-spine fabric (leaves: PSwitches with "
+              "hosts, spines: PSwitches linked only to leaves)");
+        }
+      }
     }
-    d.switches.push_back(std::move(out));
   }
 
-  // ---- worker plans
-  auto entry_share = [&](size_t sw, uint16_t job, uint8_t tree) -> uint32_t {
+  uint32_t port_of(size_t sw, const std::string& neighbour) const {
+    const auto& p = sw_ports[sw];
+    return static_cast<uint32_t>(std::find(p.begin(), p.end(), neighbour) - p.begin());
+  }
+  bool linked(size_t sw, const std::string& neighbour) const {
+    const auto& p = sw_ports[sw];
+    return std::find(p.begin(), p.end(), neighbour) != p.end();
+  }
+
+  // Each job's trees: rooted at its only leaf, or round-robin at the spines
+  // linked to all of its leaves; one pending engine entry per PSwitch on a tree.
+  void build_trees() {
+    std::set<uint16_t> job_ids;
+    std::map<std::string, uint16_t> host_job;
+    for (size_t ji = 0; ji < jd.jobs.size(); ++ji) {
+      const JobDesc& job = jd.jobs[ji];
+      const std::string where = "job " + std::to_string(job.id);
+      if (!job_ids.insert(job.id).second) fail("jobs: job id " + std::to_string(job.id) + " is used twice");
+      if (job.trees < 1 || job.trees > 255) fail(where + ": trees must be 1..255");
+      // Leaves in order of first appearance; each leaf's workers in rank order.
+      std::vector<size_t> leaves;
+      std::map<size_t, std::vector<std::string>> leaf_workers;
+      for (uint32_t r = 0; r < job.workers.size(); ++r) {
+        const std::string& wname = job.workers[r];
+        auto it = nodes.find(wname);
+        if (it == nodes.end() || it->second.kind != NodeKind::kHost) {
+          fail(where + ": worker '" + wname + "' is not a host of the cluster");
+        }
+        if (!host_job.emplace(wname, job.id).second) {
+          fail(where + ": host '" + wname + "' already runs a worker (of job " +
+               std::to_string(host_job[wname]) + "); one worker per host");
+        }
+        const size_t leaf = static_cast<size_t>(host_leaf[it->second.index]);
+        if (!leaf_workers.count(leaf)) leaves.push_back(leaf);
+        leaf_workers[leaf].push_back(wname);
+        if (leaf_workers[leaf].size() > config::kMaxFanIn) {
+          fail(where + ": more than 64 workers under PSwitch '" + c.switches[leaf].name + "' (fan-in limit)");
+        }
+        worker_slots.push_back(
+            WorkerSlot{it->second.index, ji, r, static_cast<uint16_t>(leaf_workers[leaf].size() - 1)});
+      }
+      std::vector<size_t> roots;
+      if (leaves.size() == 1) {
+        roots.push_back(leaves[0]);
+      } else {
+        for (size_t s = 0; s < c.switches.size(); ++s) {
+          if (is_leaf[s]) continue;
+          bool all = true;
+          for (size_t l : leaves) all = all && linked(s, c.switches[l].name);
+          if (all) roots.push_back(s);
+        }
+        if (roots.empty()) {
+          fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
+               " leaves and no spine PSwitch is linked to all of them");
+        }
+        if (leaves.size() > config::kMaxFanIn)
+          fail(where + ": more than 64 leaves (fan-in limit at the root)");
+      }
+      for (uint32_t t = 0; t < job.trees; ++t) {
+        const size_t root = roots[t % roots.size()];
+        const uint8_t tree = static_cast<uint8_t>(t);
+        const uint32_t group = multicast_ip(job.id, tree);
+        d.trees.push_back(TreeInfo{job.id, tree, c.switches[root].name, group});
+        if (root == leaves[0] && leaves.size() == 1) {
+          entries.push_back(PendingEntry{
+              root, job.id, tree, true, job.weight, job.dscp, leaf_workers[root], "", 0, group, {}});
+          continue;
+        }
+        std::vector<std::string> leaf_names;
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          const size_t l = leaves[i];
+          leaf_names.push_back(c.switches[l].name);
+          entries.push_back(PendingEntry{l,
+                                         job.id,
+                                         tree,
+                                         false,
+                                         job.weight,
+                                         job.dscp,
+                                         leaf_workers[l],
+                                         c.switches[root].name,
+                                         static_cast<uint16_t>(i),
+                                         group,
+                                         {}});
+        }
+        entries.push_back(
+            PendingEntry{root, job.id, tree, true, job.weight, job.dscp, leaf_names, "", 0, group, {}});
+      }
+    }
+  }
+
+  // Each PSwitch's packet memory divided among its entries (equal or
+  // weighted shares Q), and the entries' addresses.
+  void assign_shares() {
+    for (size_t s = 0; s < c.switches.size(); ++s) {
+      std::vector<PendingEntry*> mine;
+      double weight_sum = 0;
+      for (PendingEntry& e : entries) {
+        if (e.sw == s) {
+          mine.push_back(&e);
+          weight_sum += jd.weighted_shares ? e.weight : 1.0;
+        }
+      }
+      const SwitchDesc& sd = c.switches[s];
+      if (mine.size() > sd.engine.table_entries) {
+        fail("PSwitch '" + sd.name + "': " + std::to_string(mine.size()) +
+             " (job, tree) entries exceed its " + std::to_string(sd.engine.table_entries) +
+             "-entry table; use fewer trees or jobs");
+      }
+      if (!mine.empty() && jd.elems_per_packet > sd.engine.slot_elems) {
+        fail("jobs.elems_per_packet: " + std::to_string(jd.elems_per_packet) +
+             " elements do not fit a slot of PSwitch '" + sd.name + "' (" +
+             std::to_string(sd.engine.slot_elems) + " elements)");
+      }
+      uint32_t base = 0;
+      for (size_t i = 0; i < mine.size(); ++i) {
+        PendingEntry& e = *mine[i];
+        const double w = jd.weighted_shares ? e.weight : 1.0;
+        const uint32_t q =
+            static_cast<uint32_t>(static_cast<double>(sd.engine.packet_memory) * w / weight_sum);
+        if (q < 1) {
+          fail("PSwitch '" + sd.name + "': its packet memory of " + std::to_string(sd.engine.packet_memory) +
+               " slots leaves job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +
+               " no slot; use fewer trees or jobs, more memory, or other weights");
+        }
+        config::EntryConfig& ec = e.cfg;
+        ec.index = static_cast<uint32_t>(i);
+        ec.job = e.job;
+        ec.tree = e.tree;
+        ec.root = e.root;
+        ec.fan_in = static_cast<uint32_t>(e.children.size());
+        for (size_t k = 0; k < e.children.size(); ++k) ec.children.push_back(static_cast<uint8_t>(k));
+        ec.slot_base = base;
+        ec.slot_count = q;
+        base += q;
+        ec.out_child_id = e.out_child_id;
+        ec.eth_src = sd.mac;
+        ec.ip_src = sd.ip;
+        if (e.root) {
+          ec.ip_dst = e.group_ip;
+          ec.eth_dst = multicast_mac(e.group_ip);
+        } else {
+          const SwitchDesc& parent = c.switches[nodes.at(e.parent).index];
+          ec.ip_dst = parent.ip;
+          ec.eth_dst = parent.mac;
+        }
+        ec.udp_src = jd.udp_port;
+        ec.udp_dst = jd.udp_port;
+        ec.dscp = e.dscp;
+      }
+    }
+  }
+
+  // Node configuration (engine table + "pswitch" section) of every PSwitch.
+  void write_switch_configs() {
+    for (size_t s = 0; s < c.switches.size(); ++s) {
+      const SwitchDesc& sd = c.switches[s];
+      SwitchOutput out;
+      pswitch::PswitchSettings& ps = out.settings;
+      ps.name = sd.name;
+      ps.seed = c.port_defaults.seed * 1000003u + s;
+      for (size_t p = 0; p < sw_ports[s].size(); ++p) {
+        const std::string& n = sw_ports[s][p];
+        const Node& o = nodes.at(n);
+        pswitch::PortSettings port;
+        port.name = n;
+        // The spine (or the PSwitch, towards a host) serves the socket.
+        const bool server = o.kind == NodeKind::kHost || is_leaf[o.index];
+        const std::string sock = c.run_dir + "/" + (server ? sd.name + "-" + n : n + "-" + sd.name) + ".sock";
+        if (sock.size() >= 108)
+          fail("cluster.run_dir: socket path '" + sock + "' is too long (unix sockets allow 107 bytes)");
+        port.vdev = "net_memif" + std::to_string(p) + ",role=" + (server ? "server" : "client") +
+                    ",socket=" + sock + kMemifArgs;
+        port.rate_gbps = sw_rates[s][p];
+        port.queue_bytes = c.port_defaults.queue_bytes;
+        port.ecn_k_bytes = c.port_defaults.ecn_k_bytes;
+        port.loss = c.port_defaults.loss;
+        port.dup = c.port_defaults.dup;
+        port.reorder = c.port_defaults.reorder;
+        port.uplink = is_leaf[s] && o.kind == NodeKind::kSwitch;
+        ps.ports.push_back(port);
+        // Static MAC routes: the neighbour itself, and a spine reaches a leaf's hosts through it.
+        const config::MacAddress mac =
+            o.kind == NodeKind::kHost ? c.hosts[o.index].mac : c.switches[o.index].mac;
+        ps.mac_table.push_back(pswitch::MacRoute{mac, static_cast<uint32_t>(p)});
+        if (o.kind == NodeKind::kSwitch && !is_leaf[s]) {
+          for (size_t h = 0; h < c.hosts.size(); ++h) {
+            if (static_cast<size_t>(host_leaf[h]) == o.index) {
+              ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
+            }
+          }
+        }
+      }
+      config::NodeConfig& nc = out.node;
+      nc.node = sd.name;
+      nc.engine.udp_port = jd.udp_port;
+      for (const PendingEntry& e : entries) {
+        if (e.sw != s) continue;
+        nc.entries.push_back(e.cfg);
+        pswitch::TreePorts tp;
+        tp.job = e.job;
+        tp.tree = e.tree;
+        tp.parent = e.parent.empty() ? -1 : static_cast<int>(port_of(s, e.parent));
+        for (const std::string& ch : e.children) tp.children.push_back(port_of(s, ch));
+        ps.trees.push_back(tp);
+      }
+      nc.pswitch = pswitch::settings_to_json(ps);
+      try {
+        config::validate_node_config(nc, sd.name);
+      } catch (const config::ConfigError& e) {
+        fail(std::string("internal: generated node config is invalid: ") + e.what());
+      }
+      d.switches.push_back(std::move(out));
+    }
+  }
+
+  uint32_t entry_share(size_t sw, uint16_t job, uint8_t tree) const {
     for (const PendingEntry& e : entries) {
       if (e.sw == sw && e.job == job && e.tree == tree) return e.cfg.slot_count;
     }
     return 0;
-  };
-  auto root_of = [&](uint16_t job, uint8_t tree) -> size_t {
+  }
+  size_t root_of(uint16_t job, uint8_t tree) const {
     for (const TreeInfo& t : d.trees) {
       if (t.job == job && t.tree == tree) return nodes.at(t.root).index;
     }
     return 0;
-  };
-  for (const WorkerSlot& ws : worker_slots) {
-    const JobDesc& job = jd.jobs[ws.job_index];
-    const HostDesc& hd = c.hosts[ws.host];
-    const size_t leaf = static_cast<size_t>(host_leaf[ws.host]);
-    WorkerOutput wo;
-    wo.host = hd.name;
-    runtime::Plan& p = wo.plan;
-    p.job_id = job.id;
-    p.rank = ws.rank;
-    p.world_size = static_cast<uint32_t>(job.workers.size());
-    p.udp_port = jd.udp_port;
-    p.device = "net_memif0";
-    p.local_mac = hd.mac;
-    p.local_ip = hd.ip;
-    p.elems_per_packet = jd.elems_per_packet;
-    p.dscp = job.dscp;
-    p.congestion = jd.congestion;
-    for (uint32_t t = 0; t < job.trees; ++t) {
-      runtime::TreePlan tp;
-      tp.tree_id = static_cast<uint8_t>(t);
-      tp.child_id = ws.child_id;
-      tp.dst_mac = c.switches[leaf].mac;
-      tp.dst_ip = c.switches[leaf].ip;
-      const uint32_t cap = std::min(entry_share(leaf, job.id, tp.tree_id),
-                                    entry_share(root_of(job.id, tp.tree_id), job.id, tp.tree_id));
-      tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
-      p.trees.push_back(tp);
-    }
-    wo.vdev = "net_memif0,role=client,socket=" + c.run_dir + "/" + c.switches[leaf].name + "-" + hd.name +
-              ".sock" + kMemifArgs;
-    try {
-      runtime::validate_plan(p);
-    } catch (const runtime::PlanError& e) {
-      fail("internal: generated plan for " + hd.name + " is invalid: " + e.what());
-    }
-    d.workers.push_back(std::move(wo));
   }
-  return d;
+
+  // Every worker's plan: its leaf per tree, its child id, and a first
+  // cwnd_cap no larger than the smallest share on the tree.
+  void write_worker_plans() {
+    for (const WorkerSlot& ws : worker_slots) {
+      const JobDesc& job = jd.jobs[ws.job_index];
+      const HostDesc& hd = c.hosts[ws.host];
+      const size_t leaf = static_cast<size_t>(host_leaf[ws.host]);
+      WorkerOutput wo;
+      wo.host = hd.name;
+      runtime::Plan& p = wo.plan;
+      p.job_id = job.id;
+      p.rank = ws.rank;
+      p.world_size = static_cast<uint32_t>(job.workers.size());
+      p.udp_port = jd.udp_port;
+      p.device = "net_memif0";
+      p.local_mac = hd.mac;
+      p.local_ip = hd.ip;
+      p.elems_per_packet = jd.elems_per_packet;
+      p.dscp = job.dscp;
+      p.congestion = jd.congestion;
+      for (uint32_t t = 0; t < job.trees; ++t) {
+        runtime::TreePlan tp;
+        tp.tree_id = static_cast<uint8_t>(t);
+        tp.child_id = ws.child_id;
+        tp.dst_mac = c.switches[leaf].mac;
+        tp.dst_ip = c.switches[leaf].ip;
+        const uint32_t cap = std::min(entry_share(leaf, job.id, tp.tree_id),
+                                      entry_share(root_of(job.id, tp.tree_id), job.id, tp.tree_id));
+        tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
+        p.trees.push_back(tp);
+      }
+      wo.vdev = "net_memif0,role=client,socket=" + c.run_dir + "/" + c.switches[leaf].name + "-" + hd.name +
+                ".sock" + kMemifArgs;
+      try {
+        runtime::validate_plan(p);
+      } catch (const runtime::PlanError& e) {
+        fail("internal: generated plan for " + hd.name + " is invalid: " + e.what());
+      }
+      d.workers.push_back(std::move(wo));
+    }
+  }
+
+  const ClusterDesc& c;
+  const JobsDesc& jd;
+  std::map<std::string, Node> nodes;
+  std::vector<std::vector<std::string>> sw_ports;  // per PSwitch: neighbour names, port order
+  std::vector<std::vector<double>> sw_rates;
+  std::vector<int> host_leaf;  // per host: its PSwitch
+  std::vector<bool> is_leaf;   // per PSwitch
+  std::vector<PendingEntry> entries;
+  std::vector<WorkerSlot> worker_slots;
+  Deployment d;
+};
+
+}  // namespace
+
+Deployment plan_deployment(const ClusterDesc& c, const JobsDesc& jd) {
+  return Planner(c, jd).run();
 }
 
 void write_deployment(const Deployment& d, const std::string& dir) {

@@ -56,6 +56,8 @@ PswitchSettings settings_from_json(const json& j) {
   PswitchSettings s;
   s.name = get_or<std::string>(j, "name", s.name, "pswitch");
   s.seed = get_or<uint64_t>(j, "seed", s.seed, "pswitch");
+  s.engine = get_or<std::string>(j, "engine", s.engine, "pswitch");
+  if (s.engine != "model" && s.engine != "rtl") fail("\"engine\" must be \"model\" or \"rtl\"");
   s.engine_queue_bytes = get_or<uint64_t>(j, "engine_queue_bytes", s.engine_queue_bytes, "pswitch");
   if (s.engine_queue_bytes < 9216) fail("engine_queue_bytes must hold at least one 9216-byte frame");
   s.engine_ecn_k_bytes = get_or<uint64_t>(j, "engine_ecn_k_bytes", s.engine_ecn_k_bytes, "pswitch");
@@ -141,6 +143,7 @@ json settings_to_json(const PswitchSettings& s) {
   json j;
   j["name"] = s.name;
   j["seed"] = s.seed;
+  j["engine"] = s.engine;
   j["engine_queue_bytes"] = s.engine_queue_bytes;
   j["engine_ecn_k_bytes"] = s.engine_ecn_k_bytes;
   j["ports"] = json::array();

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "panama/apply_config.hpp"
-#include "panama/engine.hpp"
+#include "panama/engine_backend.hpp"
 #include "panama/engine_counters.hpp"
 #include "panama/pswitch/fault_injector.hpp"
 #include "panama/pswitch/output_queue.hpp"
@@ -52,8 +52,8 @@ struct SoftwarePswitch::Impl {
   config::NodeConfig cfg;
   PswitchSettings settings;
   std::unique_ptr<OutputQueue<RxFrame>> engine_queue;
-  std::unique_ptr<DefaultEngine> engine = std::make_unique<DefaultEngine>();
-  std::unique_ptr<SwitchCore<DefaultEngine>> core;
+  std::unique_ptr<EngineBackend> engine;
+  std::unique_ptr<SwitchCore<EngineBackend>> core;
   std::vector<Port> ports;
   uint64_t segmented_drops = 0;  // multi-segment frames (not produced by our 9216-byte mbufs)
 
@@ -143,9 +143,14 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
     throw SettingsError("pswitch '" + s.settings.name + "': " + std::to_string(s.settings.ports.size()) +
                         " ports configured but " + std::to_string(device_names.size()) + " devices given");
   }
-  EngineRegisters<DefaultEngine> regs(*s.engine);
+  try {
+    s.engine = make_engine_backend(s.settings.engine);
+  } catch (const std::invalid_argument& e) {
+    throw SettingsError("pswitch '" + s.settings.name + "': engine: " + e.what());
+  }
+  EngineRegisters<EngineBackend> regs(*s.engine);
   config::apply_node_config(regs, s.cfg);
-  s.core = std::make_unique<SwitchCore<DefaultEngine>>(s.settings, *s.engine);
+  s.core = std::make_unique<SwitchCore<EngineBackend>>(s.settings, *s.engine);
   s.engine_queue = std::make_unique<OutputQueue<Impl::RxFrame>>(
       QueueConfig{0.0, s.settings.engine_queue_bytes, s.settings.engine_ecn_k_bytes});
   for (size_t i = 0; i < s.settings.ports.size(); ++i) {
@@ -236,7 +241,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
                           {"injected_reorder", f.reordered},
                           {"no_mbuf_drops", p.no_mbuf}});
   }
-  EngineRegisters<DefaultEngine> regs(*s.engine);
+  EngineRegisters<EngineBackend> regs(*s.engine);
   const config::CounterSnapshot snap = config::read_counters(regs, s.cfg.entries);
   const nlohmann::json engine = config::counters_to_json(snap);
   j["engine"] = engine["global"];

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "panama/driver/kernel_names.hpp"
+#include "panama/register_access.hpp"
 
 namespace panama::driver {
 
@@ -39,7 +40,6 @@ class MailboxPort : public RegisterPort {
   bool synced_;  // seq_ read from the kernel (on first use, so opening never touches the card)
 };
 
-// "ID (0x000)" for messages; offsets without a name print as hex.
-std::string register_name(uint32_t offset);
+using panama::register_name;
 
 }  // namespace panama::driver

@@ -1,8 +1,8 @@
 // The simulation backend: a PANAMA engine simulated in this process behind
-// the same Device interface as a card. The engine is the Verilated RTL
-// (panama::cosim::RtlEngine, driven through its AXI4-Lite and AXI4-Stream
-// ports) when it is built, else the HLS C++ model (panama::DefaultEngine);
-// both implement the register map of include/panama/regmap.hpp.
+// the same Device interface as a card. The engine is one of the engine
+// backends (panama/engine_backend.hpp): the Verilated RTL, driven through
+// its AXI4-Lite and AXI4-Stream ports, when the build has it, else the HLS
+// C++ model; both implement the register map of include/panama/regmap.hpp.
 //
 // With a state file, the engine's state outlives the process: every register
 // write and frame is appended to a journal that the next open replays (the
@@ -17,27 +17,14 @@
 #include <vector>
 
 #include "panama/driver/device.hpp"
+#include "panama/engine_backend.hpp"
 
 namespace panama::driver {
 
 using Frame = std::vector<uint8_t>;
 
-// An engine the simulation backend can drive.
-class SimEngine {
- public:
-  virtual ~SimEngine() = default;
-  virtual std::string name() const = 0;
-  virtual uint32_t reg_read(uint32_t offset) = 0;
-  virtual void reg_write(uint32_t offset, uint32_t value) = 0;
-  // Runs one frame through the engine; appends what it sends to `out`.
-  virtual void process_frame(const uint8_t* data, uint32_t len, std::vector<Frame>& out) = 0;
-};
-
 // True when this build has the Verilated RTL engine.
 bool rtl_engine_available();
-// kAuto: the RTL engine when available, else the model. Throws
-// DriverError(kUnsupported) for kRtl in a build without it.
-std::unique_ptr<SimEngine> make_sim_engine(SimEngineKind kind);
 
 class SimulationDevice final : public Device {
  public:
@@ -69,7 +56,7 @@ class SimulationDevice final : public Device {
 
   SimEngineKind kind_;
   OpenOptions options_;
-  std::unique_ptr<SimEngine> engine_;
+  std::unique_ptr<EngineBackend> engine_;
   std::string engine_name_;
   std::optional<XclbinInfo> xclbin_;
   int lock_fd_ = -1;

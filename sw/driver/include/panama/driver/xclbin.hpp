@@ -1,10 +1,9 @@
-// Reading and writing xclbin containers (XRT's axlf format, xclbin.h).
+// Reading xclbin containers (XRT's axlf format, xclbin.h).
 //
 // The reader checks what the driver relies on before anything reaches XRT
 // (XRT itself crashes on a malformed container): magic, lengths, section
-// bounds, and an IP_LAYOUT that holds a PANAMA kernel. The writer makes small
-// but valid containers (axlf header + IP_LAYOUT) for tests and for trying the
-// tool chain on XRT's no-op device; they carry no bitstream.
+// bounds, and an IP_LAYOUT that holds a PANAMA kernel. Test images (an IP
+// layout, no bitstream) are written by tests/driver/support/test_xclbin.hpp.
 #pragma once
 
 #include <array>
@@ -54,19 +53,5 @@ XclbinInfo parse_xclbin(const std::vector<uint8_t>& image, const std::string& wh
 
 // Reads a file whole; throws DriverError(kBadXclbin) when it cannot.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
-
-struct XclbinSpec {
-  std::string platform = "xilinx_u280_gen3x16_xdma_1_202211_1";
-  std::optional<Uuid> uuid;  // random when not given
-  std::vector<XclbinIp> ips;
-};
-
-// Builds a container with an IP_LAYOUT section (IPs sorted by base address,
-// as XRT requires).
-std::vector<uint8_t> build_xclbin(const XclbinSpec& spec);
-
-// The IP layout of a PANAMA image: the RTL or the HLS kernel at the base
-// address the Vitis link gives it.
-XclbinSpec panama_xclbin_spec(KernelFlavor flavor, const std::string& platform);
 
 }  // namespace panama::driver

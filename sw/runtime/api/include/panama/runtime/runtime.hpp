@@ -26,7 +26,7 @@
 
 #include "panama/runtime/allreduce_core.hpp"
 #include "panama/runtime/dpdk.hpp"
-#include "panama/runtime/plan.hpp"
+#include "panama/runtime/plan_file.hpp"
 
 namespace panama::runtime {
 

@@ -31,11 +31,20 @@ struct HostDesc {
   uint32_t ip = 0;
 };
 
+// What a PSwitch's engine can hold, as the cluster description states it
+// (the controller never assumes a build's engine: a card, the RTL and the
+// model may differ). Defaults are the default engine configuration.
+struct EngineCapacity {
+  uint32_t table_entries = 64;   // (job, tree) entries (NUM_ENTRIES)
+  uint32_t packet_memory = 512;  // slots in all (NUM_SLOTS); each entry gets a share Q of them
+  uint32_t slot_elems = 2304;    // fp32 elements one slot holds (SLOT_ELEMS)
+};
+
 struct SwitchDesc {
   std::string name;
   config::MacAddress mac{};
   uint32_t ip = 0;
-  uint32_t packet_memory = 512;  // slots (DefaultEngine::kPacketSlots)
+  EngineCapacity engine;
 };
 
 struct LinkDesc {
@@ -71,7 +80,7 @@ struct JobDesc {
 struct JobsDesc {
   std::vector<JobDesc> jobs;
   bool weighted_shares = false;  // false: every (job, tree) entry on a PSwitch gets an equal share
-  uint16_t udp_port = 9600;
+  uint16_t udp_port = wire::kDefaultUdpPort;
   uint32_t elems_per_packet = 256;
   runtime::CongestionParams congestion;
 };

@@ -1,11 +1,12 @@
 // The job plan: this host's part of a PANAMA job, as the controller writes it.
 //
-// One JSON file per worker (docs/runtime.md, "Job plan"). The plan says who
-// this worker is (job, rank), where its contributions go (one leaf PSwitch per
-// tree), how packets are sized, and the congestion-control parameters. Every
-// key has a documented default except the identity and addressing ones.
-// parse_plan validates everything and reports the first problem with the key
-// path, so a bad plan never reaches the datapath.
+// The plan says who this worker is (job, rank), where its contributions go
+// (one leaf PSwitch per tree), how packets are sized, and the
+// congestion-control parameters. Every field has a documented default except
+// the identity and addressing ones. This header is the plan as data and its
+// validation; plan files (one JSON file per worker, docs/runtime.md "Job
+// plan") are read and written by panama_runtime_plan (plan_file.hpp), so the
+// protocol core does no I/O and links no JSON library.
 #pragma once
 
 #include <array>
@@ -14,7 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "panama/node_config.hpp"
+#include "panama/table_entry.hpp"
+#include "panama/wire.hpp"
 
 namespace panama::runtime {
 
@@ -24,7 +26,7 @@ class PlanError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-using MacAddress = config::MacAddress;
+using MacAddress = MacBytes;
 
 // Congestion control and retransmission (docs/runtime.md, "Congestion control").
 struct CongestionParams {
@@ -52,8 +54,8 @@ struct Plan {
   uint16_t job_id = 0;
   uint32_t rank = 0;
   uint32_t world_size = 1;
-  uint16_t udp_port = 9600;  // PANAMA UDP port (source and destination)
-  std::string device;        // optional: DPDK port name this worker uses (e.g. "net_memif0")
+  uint16_t udp_port = wire::kDefaultUdpPort;  // PANAMA UDP port (source and destination)
+  std::string device;                         // optional: DPDK port name this worker uses (e.g. "net_memif0")
   MacAddress local_mac{};
   uint32_t local_ip = 0;            // host byte order
   uint32_t elems_per_packet = 256;  // fp32 elements per packet (1 KiB payload)
@@ -63,19 +65,9 @@ struct Plan {
   CongestionParams congestion;
 };
 
-// Parses and validates a plan from JSON text. Throws PlanError.
-Plan parse_plan(const std::string& json_text);
-// Reads and parses a plan file. Throws PlanError (also for I/O errors).
-Plan load_plan(const std::string& path);
-// Serialises a plan (every key, defaults included) as pretty JSON; parse_plan
-// of the result gives back an equal plan. Used by the controller.
-std::string plan_to_json(const Plan& plan);
-// Validates a plan built in code; throws PlanError like parse_plan.
+// Validates a plan (built in code or parsed); throws PlanError naming the
+// key, e.g. "trees[1].child_id: ...".
 void validate_plan(const Plan& plan);
-
-// Addresses are parsed and printed by panama::config's parse_mac /
-// parse_ipv4 / format_mac / format_ipv4 (panama/node_config.hpp), the same
-// rules as node configurations.
 
 bool operator==(const CongestionParams& a, const CongestionParams& b);
 bool operator==(const TreePlan& a, const TreePlan& b);

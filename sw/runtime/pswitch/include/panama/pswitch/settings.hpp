@@ -54,6 +54,10 @@ struct MacRoute {
 struct PswitchSettings {
   std::string name = "pswitch";
   uint64_t seed = 1;  // fault injection seed (each port derives its own stream)
+  // The engine backend (panama/engine_backend.hpp) that aggregates: "model"
+  // (the HLS C++ engine) or "rtl" (the Verilated RTL, cycle by cycle: slow,
+  // for checking the hardware in a live cluster).
+  std::string engine = "model";
   // The queue in front of the engine: frames wait here when the engine (a
   // software model, slower than the links) is the bottleneck, and are marked
   // CE above K like at any output port, so the workers' windows see it.

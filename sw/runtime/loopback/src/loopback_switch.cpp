@@ -10,14 +10,15 @@
 #include <stdexcept>
 #include <thread>
 
-#include "panama/engine.hpp"
+#include "panama/engine_backend.hpp"
+#include "panama/table_entry.hpp"
 
 namespace panama::runtime {
 
 struct LoopbackSwitch::Impl {
   LoopbackSwitchConfig config;
   std::vector<std::unique_ptr<DpdkPort>> ports;
-  std::unique_ptr<DefaultEngine> engine = std::make_unique<DefaultEngine>();
+  std::unique_ptr<EngineBackend> engine = make_engine_backend("model");
   mutable std::mutex mu;  // engine counters vs. the thread
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> lost{0};
@@ -74,23 +75,21 @@ struct LoopbackSwitch::Impl {
 LoopbackSwitch::LoopbackSwitch(std::shared_ptr<DpdkEal> eal, const LoopbackSwitchConfig& config)
     : impl_(std::make_unique<Impl>()) {
   impl_->config = config;
-  DefaultEngine& e = *impl_->engine;
+  EngineBackend& e = *impl_->engine;
   e.reg_write(regmap::kUdpPort, config.udp_port);
   uint32_t base = 0;
   for (size_t i = 0; i < config.entries.size(); ++i) {
     const auto& en = config.entries[i];
-    e.reg_write(regmap::kEntryIndex, static_cast<uint32_t>(i));
-    e.reg_write(regmap::kEKey, en.job_id | (uint32_t{en.tree_id} << 16));
-    e.reg_write(regmap::kEFlags, regmap::kEntryFlagEnable | regmap::kEntryFlagRoot);
-    e.reg_write(regmap::kEFanIn, en.fan_in);
-    e.reg_write(regmap::kEChildMaskLo, static_cast<uint32_t>(en.child_mask));
-    e.reg_write(regmap::kEChildMaskHi, static_cast<uint32_t>(en.child_mask >> 32));
-    e.reg_write(regmap::kESlotBase, base);
-    e.reg_write(regmap::kESlotCount, en.slot_count);
-    e.reg_write(regmap::kEUdpPorts, config.udp_port | (uint32_t{config.udp_port} << 16));
-    e.reg_write(regmap::kEIpTtlDscp, 64);
-    e.reg_write(regmap::kEntryCmd, regmap::kCmdCommit);
-    const uint32_t st = e.reg_read(regmap::kEntryStatus);
+    TableEntry t;
+    t.job = en.job_id;
+    t.tree = en.tree_id;
+    t.root = true;
+    t.fan_in = en.fan_in;
+    t.child_mask = en.child_mask;
+    t.slot_base = base;
+    t.slot_count = en.slot_count;
+    t.udp_src = t.udp_dst = config.udp_port;
+    const uint32_t st = commit_entry(e, static_cast<uint32_t>(i), t);
     if (st != regmap::kStatusOk) {
       throw std::runtime_error("loopback switch: engine rejected entry " + std::to_string(i) + " (job " +
                                std::to_string(en.job_id) + ", tree " + std::to_string(en.tree_id) +

@@ -1,13 +1,14 @@
 // A one-engine switch on DPDK ports, inside the calling process.
 //
-// Runs a real panama::DefaultEngine (the HLS golden model) as the root of
+// Runs the real HLS C++ engine (the "model" engine backend) as the root of
 // every configured (job, tree): frames received on any of its ports go
 // through the engine, and each result it emits is replicated to all ports
 // (what the multicast of a real switch does). Optional random loss on
 // receive exercises retransmission. It exists so that the runtime's tests,
 // the example's --loopback mode and the worker benchmark run a real
 // end-to-end allreduce without other processes; the full software PSwitch
-// (queues, ECN marking, trees of switches) is sw/runtime/pswitch.
+// (queues, ECN marking, trees of switches) is sw/runtime/pswitch. It is a
+// library of its own (panama_loopback_switch), not part of the runtime API.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "panama/runtime/dpdk.hpp"
+#include "panama/wire.hpp"
 
 namespace panama::runtime {
 
@@ -28,7 +30,7 @@ struct LoopbackSwitchConfig {
     uint32_t slot_count = 64;  // the entry's share Q (its results carry cwnd_cap <= Q)
   };
   std::vector<std::string> ports;  // DPDK port names
-  uint16_t udp_port = 9600;
+  uint16_t udp_port = wire::kDefaultUdpPort;
   std::vector<Entry> entries;
   double rx_loss = 0;  // probability of dropping each received frame
   uint64_t seed = 1;   // for rx_loss

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace panama {
 
@@ -26,5 +27,10 @@ class EngineRegisters final : public RegisterAccess {
  private:
   E& engine_;
 };
+
+// "ID (0x000)", "counter frames_in (0x200)", "entry 3 counter emitted (0x1188)"
+// for messages, from the register map's single source; offsets without a
+// name print as "register 0x...".
+std::string register_name(uint32_t offset);
 
 }  // namespace panama

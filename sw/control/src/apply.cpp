@@ -7,43 +7,11 @@
 #include <cctype>
 
 #include "panama/regmap.hpp"
+#include "panama/table_entry.hpp"
 
 namespace panama::config {
 
 namespace {
-
-struct StagedRegister {
-  uint32_t addr;
-  const char* name;
-  uint32_t value;
-};
-
-std::vector<StagedRegister> staged_registers(const EntryConfig& e) {
-  using namespace regmap;
-  const uint64_t mask = e.child_mask();
-  const auto mac_hi = [](const MacAddress& m) { return (uint32_t{m[0]} << 8) | m[1]; };
-  const auto mac_lo = [](const MacAddress& m) {
-    return (uint32_t{m[2]} << 24) | (uint32_t{m[3]} << 16) | (uint32_t{m[4]} << 8) | m[5];
-  };
-  return {
-      {kEKey, "E_KEY", e.job | (uint32_t{e.tree} << 16)},
-      {kEFlags, "E_FLAGS", kEntryFlagEnable | (e.root ? kEntryFlagRoot : 0u)},
-      {kEFanIn, "E_FAN_IN", e.fan_in},
-      {kEChildMaskLo, "E_CHILD_MASK_LO", static_cast<uint32_t>(mask)},
-      {kEChildMaskHi, "E_CHILD_MASK_HI", static_cast<uint32_t>(mask >> 32)},
-      {kESlotBase, "E_SLOT_BASE", e.slot_base},
-      {kESlotCount, "E_SLOT_COUNT", e.slot_count},
-      {kEOutChildId, "E_OUT_CHILD_ID", e.out_child_id},
-      {kEEthDstLo, "E_ETH_DST_LO", mac_lo(e.eth_dst)},
-      {kEEthDstHi, "E_ETH_DST_HI", mac_hi(e.eth_dst)},
-      {kEEthSrcLo, "E_ETH_SRC_LO", mac_lo(e.eth_src)},
-      {kEEthSrcHi, "E_ETH_SRC_HI", mac_hi(e.eth_src)},
-      {kEIpSrc, "E_IP_SRC", e.ip_src},
-      {kEIpDst, "E_IP_DST", e.ip_dst},
-      {kEUdpPorts, "E_UDP_PORTS", e.udp_src | (uint32_t{e.udp_dst} << 16)},
-      {kEIpTtlDscp, "E_IP_TTL_DSCP", e.ttl | (uint32_t{e.dscp} << 8)},
-  };
-}
 
 std::string entry_name(const NodeConfig& cfg, size_t i) {
   const EntryConfig& e = cfg.entries[i];
@@ -134,7 +102,8 @@ EngineInfo apply_node_config(RegisterAccess& regs, const NodeConfig& cfg) {
   }
 
   for (size_t i = 0; i < cfg.entries.size(); ++i) {
-    for (const StagedRegister& r : staged_registers(cfg.entries[i])) regs.write32(r.addr, r.value);
+    const StagedRegisters staged = pack_entry(cfg.entries[i].table_entry());
+    for (uint32_t k = 0; k < kNumStagedRegisters; ++k) regs.write32(kStagedBase + 4 * k, staged[k]);
     if (const uint32_t st = entry_command(regs, cfg.entries[i].index, kCmdCommit); st != kStatusOk) {
       throw ApplyError(
           ApplyError::Kind::kRejected,
@@ -149,11 +118,13 @@ EngineInfo apply_node_config(RegisterAccess& regs, const NodeConfig& cfg) {
                        fmt::format("{}: reading the entry back failed: {}", entry_name(cfg, i),
                                    describe_entry_status(st)));
     }
-    for (const StagedRegister& r : staged_registers(cfg.entries[i])) {
-      if (const uint32_t got = regs.read32(r.addr); got != r.value) {
+    const StagedRegisters staged = pack_entry(cfg.entries[i].table_entry());
+    for (uint32_t k = 0; k < kNumStagedRegisters; ++k) {
+      const uint32_t addr = kStagedBase + 4 * k;
+      if (const uint32_t got = regs.read32(addr); got != staged[k]) {
         throw ApplyError(ApplyError::Kind::kReadback,
                          fmt::format("{}: read-back mismatch in {}: wrote 0x{:08X}, read 0x{:08X}",
-                                     entry_name(cfg, i), r.name, r.value, got));
+                                     entry_name(cfg, i), register_name(addr), staged[k], got));
       }
     }
   }

@@ -1,0 +1,36 @@
+// The "rtl" engine backend (panama/rtl_backend.hpp).
+#include "panama/rtl_backend.hpp"
+
+#include <stdexcept>
+
+namespace panama::cosim {
+
+RtlBackend::RtlBackend()
+    : rtl_(std::make_unique<RtlEngine>()), udp_port_(static_cast<uint16_t>(rtl_->reg_read(regmap::kUdpPort))) {}
+
+std::string RtlBackend::description() const {
+  return "Verilated RTL engine (hw/rtl, " + std::to_string(RtlEngine::kTableEntries) + " entries, " +
+         std::to_string(RtlEngine::kPacketSlots) + " slots of " +
+         std::to_string(RtlEngine::kSlotWords * wire::kLanes) + " elements), clocked through its AXI ports";
+}
+
+uint32_t RtlBackend::reg_read(uint32_t addr) {
+  return rtl_->reg_read(addr);
+}
+
+void RtlBackend::reg_write(uint32_t addr, uint32_t value) {
+  rtl_->reg_write(addr, value);
+  // UDP_PORT changes by a write to it or by CONTROL.RESET.
+  if (addr == regmap::kUdpPort || addr == regmap::kControl) {
+    udp_port_ = static_cast<uint16_t>(rtl_->reg_read(regmap::kUdpPort));
+  }
+}
+
+EngineOutcome RtlBackend::process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink, bool mac_error) {
+  if (mac_error) {
+    throw std::invalid_argument("rtl backend: this RTL build has no MAC error input (s_axis_tuser)");
+  }
+  return rtl_->process_frame_fn(frame, len, sink);
+}
+
+}  // namespace panama::cosim
