@@ -46,7 +46,7 @@ class KernelCsim {
   template <class Sink>
   EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
     push_frame(frame, len, mac_error);
-    invoke(seq_, 0, 0, 0);
+    invoke();
     if (!in_.empty()) throw std::logic_error("kernel C simulation: input beats left after an invocation");
     drain(sink);
     return outcome_;
@@ -69,6 +69,10 @@ class KernelCsim {
       in_.write(w);
     }
   }
+
+  // One invocation of the kernel's region without a register access: it
+  // reads one frame if the input holds one (otherwise it does nothing).
+  void invoke() { invoke(seq_, 0, 0, 0); }
 
   // One invocation of the kernel's region with the given mailbox inputs.
   void invoke(uint32_t seq, uint32_t op, uint32_t addr, uint32_t wdata) {
@@ -102,6 +106,11 @@ class KernelCsim {
     }
     if (!cur.empty()) throw std::logic_error("kernel C simulation: output frame without tlast");
   }
+
+  // The decide stage's outcome for the frame of the latest invocation.
+  EngineOutcome last_outcome() const { return outcome_; }
+  bool input_empty() const { return in_.empty(); }
+  size_t output_beats() const { return out_.size(); }
 
   uint64_t global_counter(uint32_t c) const { return rules_.global_counter(c); }
   uint64_t entry_counter(uint32_t e, uint32_t c) const { return rules_.entry_counter(e, c); }
