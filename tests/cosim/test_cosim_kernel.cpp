@@ -53,7 +53,8 @@ TEST_CASE("RTL matches the kernel's stages on random traffic with stalls and bac
   for (uint64_t seed : seeds({301, 302, 303})) {
     UNSCOPED_INFO("seed " << seed << " (PANAMA_TEST_SEED=" << seed << " repeats it)");
     std::printf("kernel cosim seed %llu\n", static_cast<unsigned long long>(seed));
-    check_scenario(random_scenario(seed, opt), StreamShaping{0.2, 0.2, seed}, KernelDriving{0.3, 0.3, 0.5, seed});
+    check_scenario(random_scenario(seed, opt), StreamShaping{0.2, 0.2, seed},
+                   KernelDriving{0.3, 0.3, 0.5, seed});
   }
 }
 
@@ -63,7 +64,8 @@ TEST_CASE("RTL matches the kernel's stages with large frames and heavy back-pres
   opt.max_elems = 700;
   for (uint64_t seed : seeds({311})) {
     UNSCOPED_INFO("seed " << seed);
-    check_scenario(random_scenario(seed, opt), StreamShaping{0.05, 0.7, seed}, KernelDriving{0.1, 0.6, 0.9, seed});
+    check_scenario(random_scenario(seed, opt), StreamShaping{0.05, 0.7, seed},
+                   KernelDriving{0.1, 0.6, 0.9, seed});
   }
 }
 
@@ -73,7 +75,8 @@ TEST_CASE("RTL matches the kernel's stages when contributions to a slot come bac
   for (uint32_t bytes : {68u, 1500u, 9000u}) {
     INFO("frame size " << bytes << " bytes");
     const Scenario sc = line_rate_scenario(bytes, 8, bytes >= 4096 ? 96 : 320);
-    const CompareResult r = compare_kernel(sc, shared_rtl(), StreamShaping{0.0, 0.0, 1}, KernelDriving{0.0, 1.0, 1.0, 1});
+    const CompareResult r =
+        compare_kernel(sc, shared_rtl(), StreamShaping{0.0, 0.0, 1}, KernelDriving{0.0, 1.0, 1.0, 1});
     INFO(r.message);
     REQUIRE(r.ok);
     CHECK(r.emitted == sc.frame_count() / 4);

@@ -33,7 +33,7 @@ void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_wdata bundle = control)
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_ack bundle = control)
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_rdata bundle = control)
-  PANAMA_HLS(INTERFACE mode = ap_ctrl_none port = return)
+  PANAMA_HLS(INTERFACE mode = ap_ctrl_none port = return )
 
   static kernel::Rules<kEntries, kSlots, kSlotWords> rules;
   static kernel::Mailbox mailbox = {0, 0};
@@ -43,6 +43,6 @@ void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
   PANAMA_HLS(BIND_STORAGE variable = slot_mem type = ram_2p impl = uram)
   EngineOutcome outcome;  // observed by the C simulation harness only
 
-  kernel::run<kEntries, kSlots, kSlotWords>(s_axis, m_axis, ctrl_seq, ctrl_op, ctrl_addr, ctrl_wdata, ctrl_ack,
-                                            ctrl_rdata, rules, mailbox, slot_mem, outcome);
+  kernel::run<kEntries, kSlots, kSlotWords>(s_axis, m_axis, ctrl_seq, ctrl_op, ctrl_addr, ctrl_wdata,
+                                            ctrl_ack, ctrl_rdata, rules, mailbox, slot_mem, outcome);
 }

@@ -134,7 +134,8 @@ CompareResult compare_kernel(const Scenario& sc, RtlEngine& rtl, const StreamSha
           << " (kernel) and " << rout[i].size() << " (rtl)";
         for (size_t b = 0; b < std::min(kout[i].size(), rout[i].size()); ++b) {
           if (kout[i][b] != rout[i][b]) {
-            o << ", first difference in beat " << b / kernel::kBeatBytes << " byte " << b % kernel::kBeatBytes;
+            o << ", first difference in beat " << b / kernel::kBeatBytes << " byte "
+              << b % kernel::kBeatBytes;
             break;
           }
         }

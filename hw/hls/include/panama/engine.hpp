@@ -75,7 +75,8 @@ class Engine {
     const wire::FrameClass cls = (mac_error || len > wire::kMaxFrameBytes)
                                      ? wire::FrameClass::kNotPanama
                                      : wire::classify_frame(frame, len, rules_.udp_port(), h);
-    const FrameDecision d = rules_.decide(cls, h, len, mac_error);
+    FrameDecision d;
+    rules_.decide(cls, h, len, mac_error, d);
     const uint8_t* payload = frame + wire::kPayloadOffset;
     switch (d.op) {
       case SlotOp::kNone:
@@ -105,7 +106,7 @@ class Engine {
   template <class Sink>
   void emit(const wire::Header& h, const uint32_t* d, Sink& sink) {
     wire::write_headers(out_, h);
-    for (uint32_t i = 0; i < h.elem_count; ++i) wire::store_le32(out_ + wire::kPayloadOffset + 4 * i, d[i]);
+    fp32_store_run(out_ + wire::kPayloadOffset, d, h.elem_count);
     sink(static_cast<const uint8_t*>(out_), wire::frame_length(h.elem_count));
   }
 

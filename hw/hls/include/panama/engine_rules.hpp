@@ -54,7 +54,7 @@ enum class SlotOp : uint8_t {
 
 // The decision for one frame. When `emit` is set, the datapath sends a frame
 // with header `out` and the `out.elem_count` elements of (slot, bank) after
-// performing `op`.
+// performing `op`; `out` is written only then.
 struct FrameDecision {
   EngineOutcome outcome;
   SlotOp op;
@@ -150,55 +150,55 @@ class EngineRules {
 
   // ------------------------------------------------------------ decisions
 
-  // Decides what happens to one frame of `len` bytes. `cls` and `h` are the
+  // Decides what happens to one frame of `len` bytes, into `d`. `cls` and `h` are the
   // result of wire::classify_frame on the frame's first bytes with
   // udp_port() (only read when the frame gets that far: with `mac_error`,
   // an oversize length or the engine disabled they are ignored). Updates the
   // table's slot state and the counters as if the datapath then performs
-  // the returned operation.
-  FrameDecision decide(wire::FrameClass cls, const wire::Header& h, uint32_t len, bool mac_error) {
+  // the decided operation.
+  void decide(wire::FrameClass cls, const wire::Header& h, uint32_t len, bool mac_error, FrameDecision& d) {
     using namespace regmap;
     ++global_[kGcFramesIn];
-    if (mac_error) return drop(kGcDropMacError, -1);
-    if (len > wire::kMaxFrameBytes) return drop(kGcDropOversize, -1);
-    if (!enabled_) return pass(kGcPassthrough);
+    if (mac_error) return drop(kGcDropMacError, -1, d);
+    if (len > wire::kMaxFrameBytes) return drop(kGcDropOversize, -1, d);
+    if (!enabled_) return pass(kGcPassthrough, d);
 
     switch (cls) {
       case wire::FrameClass::kNotPanama:
-        return pass(kGcPassthrough);
+        return pass(kGcPassthrough, d);
       case wire::FrameClass::kResultDown:
-        return pass(kGcResultsPassed);
+        return pass(kGcResultsPassed, d);
       case wire::FrameClass::kTruncated:
-        return drop(kGcDropTruncated, -1);
+        return drop(kGcDropTruncated, -1, d);
       case wire::FrameClass::kBadIpHeader:
-        return drop(kGcDropBadIpHeader, -1);
+        return drop(kGcDropBadIpHeader, -1, d);
       case wire::FrameClass::kBadVersion:
-        return drop(kGcDropBadVersion, -1);
+        return drop(kGcDropBadVersion, -1, d);
       case wire::FrameClass::kBadType:
-        return drop(kGcDropBadType, -1);
+        return drop(kGcDropBadType, -1, d);
       case wire::FrameClass::kBadElemType:
-        return drop(kGcDropBadElemType, -1);
+        return drop(kGcDropBadElemType, -1, d);
       case wire::FrameClass::kBadElemCount:
-        return drop(kGcDropBadElemCount, -1);
+        return drop(kGcDropBadElemCount, -1, d);
       case wire::FrameClass::kBadLength:
-        return drop(kGcDropBadLength, -1);
+        return drop(kGcDropBadLength, -1, d);
       case wire::FrameClass::kOk:
         break;
     }
-    if (h.elem_count > SlotCapacity) return drop(kGcDropBadElemCount, -1);
+    if (h.elem_count > SlotCapacity) return drop(kGcDropBadElemCount, -1, d);
 
     const bool is_retrans = h.type == static_cast<uint8_t>(wire::PacketType::kRetransmission);
     ++global_[kGcPanamaIn];
     if (is_retrans) ++global_[kGcRetransIn];
 
     const int32_t e = lookup(h.job_id, h.tree_id);
-    if (e < 0) return drop(kGcDropUnknownEntry, -1);
+    if (e < 0) return drop(kGcDropUnknownEntry, -1, d);
     const Entry& ent = table_[e];
     if (is_retrans) ++entry_ctr_[e][kEcRetransIn];
 
     if (h.child_id >= kMaxFanIn || ((ent.child_mask >> h.child_id) & 1u) == 0) {
       ++entry_ctr_[e][kEcDropChildNotAllowed];
-      return drop(kGcDropChildNotAllowed, e);
+      return drop(kGcDropChildNotAllowed, e, d);
     }
 
     const uint32_t q = ent.slot_count;
@@ -211,17 +211,17 @@ class EngineRules {
     // Generation window.
     bool advance = false;
     if (gen == sm.top + 1) {
-      if (bk.state == kAccumulating) return seq_window_drop(e);  // older generation still open
+      if (bk.state == kAccumulating) return seq_window_drop(e, d);  // older generation still open
       advance = true;
     } else if (gen == sm.top) {
-      if (bk.state != kEmpty && bk.seq != h.seq) return seq_window_drop(e);
+      if (bk.state != kEmpty && bk.seq != h.seq) return seq_window_drop(e, d);
     } else if (sm.top >= 1 && gen == sm.top - 1) {
-      if (bk.state == kEmpty || bk.seq != h.seq) return seq_window_drop(e);
+      if (bk.state == kEmpty || bk.seq != h.seq) return seq_window_drop(e, d);
     } else {
-      return seq_window_drop(e);
+      return seq_window_drop(e, d);
     }
 
-    FrameDecision d = none(EngineOutcome{EngineAction::kAggregated, 0, e});
+    none(EngineOutcome{EngineAction::kAggregated, 0, e}, d);
     d.slot = slot;
     d.bank = bank;
     d.elem_count = h.elem_count;
@@ -245,18 +245,18 @@ class EngineRules {
         d.op = SlotOp::kReemit;
         d.emit = true;
         emission_header(ent, bk, true, d.out);
-        return d;
+        return;
       }
       ++entry_ctr_[e][kEcDuplicates];
-      return drop(kGcDuplicates, e);
+      return drop(kGcDuplicates, e, d);
     } else {  // accumulating
       if (bk.contributed & child_bit) {
         ++entry_ctr_[e][kEcDuplicates];
-        return drop(kGcDuplicates, e);
+        return drop(kGcDuplicates, e, d);
       }
       if (h.elem_count != bk.elem_count) {
         ++entry_ctr_[e][kEcDropCountMismatch];
-        return drop(kGcDropCountMismatch, e);
+        return drop(kGcDropCountMismatch, e, d);
       }
       bk.contributed |= child_bit;
       bk.count += 1;
@@ -271,7 +271,7 @@ class EngineRules {
       ++global_[kGcEcnMarked];
       ++entry_ctr_[e][kEcEcnMarked];
     }
-    if (bk.count < ent.fan_in) return d;
+    if (bk.count < ent.fan_in) return;
 
     bk.state = kDone;
     ++global_[kGcEmitted];
@@ -279,7 +279,6 @@ class EngineRules {
     d.outcome.action = EngineAction::kEmitted;
     d.emit = true;
     emission_header(ent, bk, false, d.out);
-    return d;
   }
 
  private:
@@ -322,40 +321,41 @@ class EngineRules {
 
   static constexpr uint32_t kNumStaged = (regmap::kEIpTtlDscp - regmap::kEKey) / 4 + 1;
 
-  static FrameDecision none(EngineOutcome o) {
-    FrameDecision d{};
+  // Every field but `out`, for a decision that touches no slot.
+  static void none(EngineOutcome o, FrameDecision& d) {
     d.outcome = o;
     d.op = SlotOp::kNone;
     d.emit = false;
-    return d;
+    d.slot = 0;
+    d.bank = 0;
+    d.elem_count = 0;
   }
 
-  FrameDecision pass(uint32_t counter) {
+  void pass(uint32_t counter, FrameDecision& d) {
     ++global_[counter];
-    FrameDecision d = none(EngineOutcome{EngineAction::kPassed, 0, -1});
+    none(EngineOutcome{EngineAction::kPassed, 0, -1}, d);
     d.op = SlotOp::kPass;
-    return d;
   }
 
-  FrameDecision drop(uint32_t counter, int32_t e) {
+  void drop(uint32_t counter, int32_t e, FrameDecision& d) {
     ++global_[counter];
-    return none(EngineOutcome{EngineAction::kDropped, counter, e});
+    none(EngineOutcome{EngineAction::kDropped, counter, e}, d);
   }
 
-  FrameDecision seq_window_drop(int32_t e) {
+  void seq_window_drop(int32_t e, FrameDecision& d) {
     ++entry_ctr_[e][regmap::kEcDropSeqWindow];
-    return drop(regmap::kGcDropSeqWindow, e);
+    drop(regmap::kGcDropSeqWindow, e, d);
   }
 
+  // The first enabled entry with this key (commit keeps keys unique).
   int32_t lookup(uint16_t job, uint8_t tree) const {
-    int32_t found = -1;
     for (uint32_t i = 0; i < NumEntries; ++i) {
       PANAMA_HLS(UNROLL)
-      if (found < 0 && table_[i].enabled && table_[i].job_id == job && table_[i].tree_id == tree) {
-        found = static_cast<int32_t>(i);
+      if (table_[i].enabled && table_[i].job_id == job && table_[i].tree_id == tree) {
+        return static_cast<int32_t>(i);
       }
     }
-    return found;
+    return -1;
   }
 
   // The header of the frame emitted for a completed bank (docs/protocol.md §6).

@@ -26,7 +26,8 @@
 #include <hls_stream.h>
 #define PANAMA_HLS(x) _Pragma(PANAMA_HLS_STR(HLS x))
 // Names a loop in Vitis HLS's reports (a label; unused labels warn in g++).
-#define PANAMA_LOOP(name) name:
+#define PANAMA_LOOP(name) \
+  name:
 
 namespace panama {
 namespace hlsc {
@@ -133,8 +134,8 @@ inline void word_set_byte(Word512& w, unsigned i, uint8_t v) {
 }
 inline uint32_t word_lane(const Word512& w, unsigned l) {
   const uint8_t* p = w.bytes + 4 * l;
-  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
 }
 inline void word_set_lane(Word512& w, unsigned l, uint32_t v) {
   uint8_t* p = w.bytes + 4 * l;

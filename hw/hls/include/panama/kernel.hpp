@@ -47,8 +47,8 @@ using hlsc::Word512;
 
 // ------------------------------------------------------------- geometry
 
-constexpr uint32_t kBeatBytes = wire::kBeatBytes;                      // 64 bytes per beat
-constexpr uint32_t kLanes = wire::kLanes;                              // 16 fp32 lanes per beat
+constexpr uint32_t kBeatBytes = wire::kBeatBytes;                       // 64 bytes per beat
+constexpr uint32_t kLanes = wire::kLanes;                               // 16 fp32 lanes per beat
 constexpr uint32_t kMaxFrameBeats = wire::kMaxFrameBytes / kBeatBytes;  // 144
 constexpr uint32_t kHeaderBeats = wire::kPayloadOffset / kBeatBytes;    // 1: payload starts at beat 1
 constexpr uint64_t kFullKeep = ~uint64_t{0};
@@ -91,11 +91,11 @@ struct SlotCmd {
 
 // decide -> egress.
 struct EmitCmd {
-  bool pass;          // forward the frame (frame_beats beats of len bytes)
-  bool emit;          // send header `out` and its payload beats
-  uint32_t len;       // bytes of the frame sent
-  uint32_t beats;     // beats of the frame sent
-  wire::Header out;   // emitted header
+  bool pass;         // forward the frame (frame_beats beats of len bytes)
+  bool emit;         // send header `out` and its payload beats
+  uint32_t len;      // bytes of the frame sent
+  uint32_t beats;    // beats of the frame sent
+  wire::Header out;  // emitted header
   bool valid;
 };
 
@@ -217,7 +217,8 @@ void decide(Rules& rules, Mailbox& mailbox, uint32_t ctrl_seq, uint32_t ctrl_op,
   const bool classify = !d.mac_error && d.len <= wire::kMaxFrameBytes;
   const wire::FrameClass cls =
       classify ? wire::classify_frame(header, d.len, rules.udp_port(), h) : wire::FrameClass::kNotPanama;
-  const FrameDecision fd = rules.decide(cls, h, d.len, d.mac_error);
+  FrameDecision fd{};
+  rules.decide(cls, h, d.len, d.mac_error, fd);
   outcome = fd.outcome;
 
   sc.op = fd.op;
@@ -339,9 +340,9 @@ void run(hlsc::stream<AxisWord>& s_axis, hlsc::stream<AxisWord>& m_axis, uint32_
   PANAMA_HLS(STREAM variable = emit_cmd depth = 4)  // kCmdFifoDepth
 
   ingress(s_axis, desc, frame);
-  decide<Rules<NumEntries, NumSlots, SlotWords>, SlotWords>(
-      rules, mailbox, ctrl_seq, ctrl_op, ctrl_addr, ctrl_wdata, ctrl_ack, ctrl_rdata, desc, slot_cmd, emit_cmd,
-      outcome);
+  decide<Rules<NumEntries, NumSlots, SlotWords>, SlotWords>(rules, mailbox, ctrl_seq, ctrl_op, ctrl_addr,
+                                                            ctrl_wdata, ctrl_ack, ctrl_rdata, desc, slot_cmd,
+                                                            emit_cmd, outcome);
   accumulate(slot_mem, slot_cmd, frame, beats);
   egress(emit_cmd, beats, m_axis);
 }

@@ -76,8 +76,8 @@ class KernelCsim {
 
   // One invocation of the kernel's region with the given mailbox inputs.
   void invoke(uint32_t seq, uint32_t op, uint32_t addr, uint32_t wdata) {
-    kernel::run<NumEntries, NumSlots, SlotWords>(in_, out_, seq, op, addr, wdata, &ack_, &rdata_, rules_, mailbox_,
-                                                 slot_mem_.get(), outcome_);
+    kernel::run<NumEntries, NumSlots, SlotWords>(in_, out_, seq, op, addr, wdata, &ack_, &rdata_, rules_,
+                                                 mailbox_, slot_mem_.get(), outcome_);
   }
 
   // Reassembles the output beats into frames for `sink`. Throws on framing
@@ -92,7 +92,8 @@ class KernelCsim {
       while (n < kernel::kBeatBytes && ((w.keep >> n) & 1u)) ++n;
       // A zero-length frame is one beat with tkeep 0 and tlast, as it came in.
       const bool empty_frame = n == 0 && w.last && cur.empty();
-      if (w.keep != kernel::keep_mask(n) || (n == 0 && !empty_frame) || (!w.last && n != kernel::kBeatBytes)) {
+      if (w.keep != kernel::keep_mask(n) || (n == 0 && !empty_frame) ||
+          (!w.last && n != kernel::kBeatBytes)) {
         throw std::logic_error("kernel C simulation: malformed output beat, tkeep " + std::to_string(w.keep));
       }
       for (uint32_t i = n; i < kernel::kBeatBytes; ++i) {
