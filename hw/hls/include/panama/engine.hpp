@@ -77,7 +77,6 @@ class Engine {
                                      : wire::classify_frame(frame, len, rules_.udp_port(), h);
     FrameDecision d;
     rules_.decide(cls, h, len, mac_error, d);
-    const uint8_t* payload = frame + wire::kPayloadOffset;
     switch (d.op) {
       case SlotOp::kNone:
       case SlotOp::kReemit:
@@ -85,11 +84,17 @@ class Engine {
       case SlotOp::kPass:
         sink(frame, len);
         break;
+      // The rules only load or add frames that hold elem_count elements; the
+      // length test states it where the payload is read.
       case SlotOp::kLoad:
-        fp32_load_run(data_[d.slot][d.bank], payload, d.elem_count);
+        if (len >= wire::frame_length(d.elem_count)) {
+          fp32_load_run(data_[d.slot][d.bank], frame + wire::kPayloadOffset, d.elem_count);
+        }
         break;
       case SlotOp::kAdd:
-        fp32_add_run(data_[d.slot][d.bank], payload, d.elem_count);
+        if (len >= wire::frame_length(d.elem_count)) {
+          fp32_add_run(data_[d.slot][d.bank], frame + wire::kPayloadOffset, d.elem_count);
+        }
         break;
     }
     if (d.emit) emit(d.out, data_[d.slot][d.bank], sink);

@@ -251,13 +251,15 @@ inline void accumulate(Word512* slot_mem, hlsc::stream<SlotCmd>& cmd_in, hlsc::s
     // from one iteration to the next.
     PANAMA_HLS(DEPENDENCE variable = slot_mem type = inter dependent = false)
     const Word512 in = frame_in.read();
-    if (c.op == SlotOp::kPass) beats_out.write(in);
-    if (payload_op && b >= kHeaderBeats && b < kHeaderBeats + c.payload_beats) {
+    const bool in_payload = payload_op && b >= kHeaderBeats && b < kHeaderBeats + c.payload_beats;
+    Word512 result = in;
+    if (in_payload) {
       const uint32_t addr = c.base + b - kHeaderBeats;
-      const Word512 result = c.op == SlotOp::kLoad ? in : add_beat(slot_mem[addr], in);
+      if (c.op == SlotOp::kAdd) result = add_beat(slot_mem[addr], in);
       slot_mem[addr] = result;
-      if (c.emit) beats_out.write(result);
     }
+    // One stream write per iteration: the frame itself, or the new aggregate.
+    if (c.op == SlotOp::kPass || (in_payload && c.emit)) beats_out.write(result);
   }
   if (c.op != SlotOp::kReemit) return;
   PANAMA_LOOP(reemit_beats)
