@@ -65,6 +65,27 @@ struct FrameDecision {
   wire::Header out;
 };
 
+// n / q and n % q for a share q >= 1 without a divider: `reciprocal` is
+// share_reciprocal(q), computed once when the entry is committed. The
+// estimate floor(n * floor(2^32 / q) / 2^32) is q_true or q_true - 1 (the
+// reciprocal is at most 1 below 2^32 / q and n < 2^32), so one correction
+// step makes it exact; n * reciprocal < 2^64 because reciprocal <= 2^32.
+// Frames are decided with a multiply instead of a 32-clock division.
+inline uint64_t share_reciprocal(uint32_t q) {
+  return (uint64_t{1} << 32) / q;
+}
+inline void divide_by_share(uint32_t n, uint32_t q, uint64_t reciprocal, uint32_t& quotient,
+                            uint32_t& remainder) {
+  uint32_t est = static_cast<uint32_t>((uint64_t{n} * reciprocal) >> 32);
+  uint32_t rem = n - est * q;  // est * q <= n
+  if (rem >= q) {
+    est += 1;
+    rem -= q;
+  }
+  quotient = est;
+  remainder = rem;
+}
+
 template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotCapacity>
 class EngineRules {
  public:
@@ -201,9 +222,9 @@ class EngineRules {
       return drop(kGcDropChildNotAllowed, e, d);
     }
 
-    const uint32_t q = ent.slot_count;
-    const uint32_t slot = ent.slot_base + h.seq % q;
-    const uint32_t gen = h.seq / q;
+    uint32_t gen, slot_in_share;
+    divide_by_share(h.seq, ent.slot_count, ent.share_recip, gen, slot_in_share);
+    const uint32_t slot = ent.slot_base + slot_in_share;
     const uint32_t bank = gen & 1u;
     SlotMeta& sm = slots_[slot];
     Bank& bk = sm.bank[bank];
@@ -293,6 +314,7 @@ class EngineRules {
     uint64_t child_mask;
     uint32_t slot_base;
     uint32_t slot_count;
+    uint64_t share_recip;  // share_reciprocal(slot_count), set by COMMIT
     uint16_t out_child_id;
     uint8_t eth_dst[6];
     uint8_t eth_src[6];
@@ -417,10 +439,11 @@ class EngineRules {
       entry_status_ = kStatusOk;
       return;
     }
-    Entry n;
+    Entry n{};
     decode_staged(n);
     entry_status_ = validate(n, idx);
     if (entry_status_ != kStatusOk) return;
+    n.share_recip = share_reciprocal(n.slot_count);  // slot_count >= 1: validated
     table_[idx] = n;
     for (uint32_t s = 0; s < n.slot_count; ++s) clear_slot(n.slot_base + s);
     for (uint32_t c = 0; c < kNumEntryCounters; ++c) entry_ctr_[idx][c] = 0;
