@@ -20,7 +20,23 @@
 #include "panama/table_entry.hpp"
 #include "wire/reference.hpp"
 
+// The engine tests run twice: against the host engine (test_engine) and
+// against the Vitis kernel's stages in C simulation (test_engine_kernel,
+// built with PANAMA_TEST_KERNEL_CSIM).
+#if defined(PANAMA_TEST_KERNEL_CSIM)
+#include "panama/kernel_csim.hpp"
+#endif
+
 namespace panama::test {
+
+#if defined(PANAMA_TEST_KERNEL_CSIM)
+template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotWords>
+using EngineUnderTest = KernelCsim<NumEntries, NumSlots, SlotWords>;
+#else
+template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotWords>
+using EngineUnderTest = Engine<NumEntries, NumSlots, SlotWords>;
+#endif
+using DefaultEngineUnderTest = EngineUnderTest<64, 512, 144>;
 
 // A table entry as the tests think of it: the project's TableEntry
 // (panama/table_entry.hpp) with test defaults. Its packing into the E_*

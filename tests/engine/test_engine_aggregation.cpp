@@ -15,7 +15,7 @@ using regmap::GlobalCounter;
 
 namespace {
 
-using SmallEngine = Engine<8, 64, 144>;
+using SmallEngine = EngineUnderTest<8, 64, 144>;
 
 // One (job, tree) table entry and the traffic its workers send.
 struct Flow {
@@ -235,9 +235,9 @@ TEST_CASE("random interleaved traffic of several jobs and trees sums like the ho
   for (uint32_t round = 0; round < rounds; ++round) random_traffic_round<SmallEngine>(rng, round);
 }
 
-TEST_CASE("every element count from 1 to 2288 aggregates correctly (DefaultEngine)", "[engine]") {
+TEST_CASE("every element count from 1 to 2288 aggregates correctly (default sizes)", "[engine]") {
   Rng rng(test_seed("engine element counts"));
-  auto eng = std::make_unique<DefaultEngine>();
+  auto eng = std::make_unique<DefaultEngineUnderTest>();
   REQUIRE(eng->reg_read(regmap::kSlotElems) == 2304);
   EntrySpec s = random_addresses(simple_entry(true, 3, 8), rng);
   s.slot_base = 500;

@@ -15,7 +15,7 @@ using namespace panama::test;
 namespace {
 
 // Small slots (4 words = 64 elements) so that elem_count > SLOT_ELEMS fits in a frame.
-using TinySlotEngine = Engine<8, 64, 4>;
+using TinySlotEngine = EngineUnderTest<8, 64, 4>;
 
 // Three entries of two jobs with open slots; the malformed frames aim at
 // entry A's open sequence 1 from child 1, which has not contributed yet.

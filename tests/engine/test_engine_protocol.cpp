@@ -12,7 +12,7 @@ using namespace panama::test;
 
 namespace {
 
-using SmallEngine = Engine<8, 64, 144>;
+using SmallEngine = EngineUnderTest<8, 64, 144>;
 
 EntrySpec entry(bool root, uint32_t fan_in, uint32_t q, uint32_t base = 0) {
   EntrySpec s;

@@ -13,7 +13,7 @@ using namespace panama::test;
 
 namespace {
 
-using SmallEngine = Engine<8, 64, 144>;
+using SmallEngine = EngineUnderTest<8, 64, 144>;
 
 // Register offsets from docs/register-map.md.
 constexpr uint32_t kId = 0x000, kVersion = 0x004, kNumEntries = 0x008, kNumSlots = 0x00C, kSlotElems = 0x010,
@@ -95,7 +95,7 @@ void check_fresh_slot(E& eng, const EntrySpec& s, uint32_t seq) {
 TEST_CASE("identity, version and parameter registers", "[engine][registers]") {
   auto eng = std::make_unique<SmallEngine>();
   CHECK(eng->reg_read(kId) == 0x504E4D41u);
-  CHECK(eng->reg_read(kVersion) == ((1u << 16) | 1u));
+  CHECK(eng->reg_read(kVersion) == ((1u << 16) | 1u));  // register map 1.1 (docs/register-map.md)
   CHECK(eng->reg_read(kNumEntries) == 8);
   CHECK(eng->reg_read(kNumSlots) == 64);
   CHECK(eng->reg_read(kSlotElems) == 144 * 16);
@@ -107,7 +107,7 @@ TEST_CASE("identity, version and parameter registers", "[engine][registers]") {
   eng->reg_write(kNumSlots, 1);
   CHECK(eng->reg_read(kId) == 0x504E4D41u);
   CHECK(eng->reg_read(kNumSlots) == 64);
-  auto other = std::make_unique<Engine<3, 17, 2>>();
+  auto other = std::make_unique<EngineUnderTest<3, 17, 2>>();
   CHECK(other->reg_read(kNumEntries) == 3);
   CHECK(other->reg_read(kNumSlots) == 17);
   CHECK(other->reg_read(kSlotElems) == 32);
@@ -418,7 +418,7 @@ TEST_CASE("counter registers: every counter at its documented address", "[engine
 // drop path), minutes in an unoptimised build, so this case runs as its own
 // CTest entry, test_engine_counter64 (`test_engine "[counter64]"`).
 TEST_CASE("64-bit counters: reading the low word latches the high word", "[.][counter64]") {
-  auto eng = std::make_unique<Engine<1, 1, 1>>();
+  auto eng = std::make_unique<EngineUnderTest<1, 1, 1>>();
   std::vector<uint8_t> oversize(9217, 0);
   Sink sink;
   const uint64_t target = (uint64_t{1} << 32) - 2;

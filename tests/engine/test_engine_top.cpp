@@ -1,8 +1,9 @@
 // The Vitis top function panama_engine_top (hw/hls/src/engine_top.cpp):
 // frames go in and come out as 512-bit AXI4-Stream beats (tkeep/tlast),
-// registers are reached through the ctrl_seq/ctrl_op mailbox. The function
-// keeps one static DefaultEngine, so this is a binary of its own and each
-// test starts with CONTROL.RESET.
+// registers are reached through the ctrl_seq/ctrl_op mailbox, tuser bit 0
+// marks a frame the MAC found bad. The function keeps its state (rules, slot
+// memory) in static variables, so this is a binary of its own and each test
+// starts with CONTROL.RESET.
 #include <catch2/catch.hpp>
 
 #include "engine/engine_harness.hpp"
@@ -39,7 +40,7 @@ struct Top {
 
   // Queues `frame` as beats: 64 bytes each, tkeep set for the valid bytes,
   // tlast on the final beat.
-  void push(const std::vector<uint8_t>& frame) {
+  void push(const std::vector<uint8_t>& frame, bool mac_error_on_last = false) {
     const size_t beats = (frame.size() + 63) / 64;
     for (size_t b = 0; b < beats; ++b) {
       hlsc::AxisWord w{};
@@ -49,6 +50,7 @@ struct Top {
         if (pos < frame.size()) w.keep |= uint64_t{1} << i;
       }
       w.last = b + 1 == beats;
+      w.user = (mac_error_on_last && w.last) ? 1 : 0;
       in.write(w);
     }
   }
@@ -235,4 +237,46 @@ TEST_CASE("top: aggregation through beats and the mailbox", "[engine][top]") {
   CHECK(t.read64(gaddr(regmap::kGcDropBadIpHeader)) == 1);
   CHECK(t.read64(0x1000 + 0x80 * 63 + 8 * regmap::kEcEmitted) == emitted);
   CHECK(t.read64(0x1000 + 0x80 * 63 + 8 * regmap::kEcRetransServed) == emitted);
+}
+
+TEST_CASE("top: tuser on the last beat drops the frame whole, also with ENABLE off", "[engine][top]") {
+  Top& t = top();
+  t.reset();
+  Rng rng(test_seed("top mac error"));
+  EntrySpec s = random_addresses(EntrySpec{}, rng);
+  s.fan_in = 1;
+  s.child_mask = 1;
+  REQUIRE(commit_entry(t, 0, s) == regmap::kStatusOk);
+  const auto payload = random_payload(rng, 40);
+  const auto good = contribution(s, 0, 0, payload);  // ECT(0), cwnd_cap 0xFFFF
+  std::vector<uint8_t> other(300);
+  for (auto& b : other) b = static_cast<uint8_t>(rng());
+  ref::put16(other, ref::kEthType, 0x86DD);
+  const std::vector<uint8_t>* bad_frames[] = {&good, &other};
+  for (const std::vector<uint8_t>* f : bad_frames) {
+    t.push(*f, true);
+    t.invoke(0, 0, 0);
+    CHECK(t.in.empty());
+    CHECK(t.drain().empty());
+  }
+  t.reg_write(regmap::kControl, 0);  // ENABLE off: frames pass, but not bad ones
+  t.push(other, true);
+  t.invoke(0, 0, 0);
+  CHECK(t.drain().empty());
+  t.send(other);
+  auto out = t.drain();
+  REQUIRE(out.size() == 1);
+  CHECK(out[0] == other);
+  t.reg_write(regmap::kControl, regmap::kControlEnable);
+  CHECK(t.read64(gaddr(regmap::kGcDropMacError)) == 3);
+  CHECK(t.read64(gaddr(regmap::kGcFramesIn)) == 4);
+  CHECK(t.read64(gaddr(regmap::kGcAggregated)) == 0);
+  // The slot was never touched: the good frame now aggregates and emits.
+  t.send(good);
+  out = t.drain();
+  REQUIRE(out.size() == 1);
+  RefSlot r;
+  r.seq = 0;
+  r.add(0, payload, wire::kEcnEct0, 0xFFFF);
+  CHECK(out[0] == expected_emission(s, r, false));
 }

@@ -1,5 +1,5 @@
-// The host fast path of the engine's element loops (fp32_add_run and
-// fp32_load_run in hw/hls/include/panama/fp32_add.hpp) against the integer
+// The host fast path of the engine's element loops (fp32_add_run,
+// fp32_load_run and fp32_store_run in hw/hls/include/panama/fp32_add.hpp) against the integer
 // adder fp32_add, the numeric contract that HLS synthesizes.
 //
 // fp32_add_run must equal fp32_add element by element for every input and
@@ -168,6 +168,21 @@ TEST_CASE("fp32_load_run stores payload elements bit for bit", "[numeric][fp32_h
       REQUIRE(dst[i] == expect);  // NaN payloads included: not canonicalised
     }
     REQUIRE(dst[n] == 0x12345678u);
+  }
+}
+
+TEST_CASE("fp32_store_run writes elements little-endian, bit for bit", "[numeric][fp32_host]") {
+  Rng rng(test_seed("fp32 store run"));
+  for (uint32_t n : {0u, 1u, 3u, 4u, 17u, 64u, 2288u}) {
+    std::vector<uint32_t> src(n);
+    for (auto& v : src) v = static_cast<uint32_t>(rng());
+    std::vector<uint8_t> out(4 * static_cast<size_t>(n) + 2, 0xA5);
+    fp32_store_run(out.data() + 1, src.data(), n);
+    REQUIRE(out[0] == 0xA5);
+    for (uint32_t i = 0; i < n; ++i) {
+      for (uint32_t b = 0; b < 4; ++b) REQUIRE(out[1 + 4 * i + b] == static_cast<uint8_t>(src[i] >> (8 * b)));
+    }
+    REQUIRE(out.back() == 0xA5);
   }
 }
 

@@ -1,37 +1,24 @@
 // Vitis HLS top function of the PANAMA engine: a free-running kernel
-// (ap_ctrl_none) with a 512-bit AXI4-Stream input and output and an
-// AXI4-Lite control bundle. The control bundle is a mailbox onto the engine's
-// register map (include/panama/regmap.hpp): the host writes ctrl_op,
-// ctrl_addr and ctrl_wdata, then increments ctrl_seq; the kernel performs the
-// access once and reports ctrl_seq in ctrl_ack and the read value in
-// ctrl_rdata. Each invocation serves at most one register access and one frame.
+// (ap_ctrl_none) with a 512-bit AXI4-Stream input (tuser bit 0 = MAC error)
+// and output, and an AXI4-Lite control bundle carrying the register mailbox
+// (include/panama/engine_top.hpp). The body is the DATAFLOW region of
+// include/panama/kernel.hpp over the engine's default sizes; the state lives
+// in static variables whose reset value is their zero/default initialisation
+// (no constructor loop): the rules in registers and BRAM/LUTRAM, the slot
+// memory in URAM.
 #include "panama/engine_top.hpp"
 
-namespace panama {
+#include "panama/engine.hpp"
 
 namespace {
 
-// Writes emitted frames to the output stream as 512-bit beats.
-struct AxisSink {
-  hlsc::stream<hlsc::AxisWord>& out;
-  void operator()(const uint8_t* data, uint32_t len) {
-    const uint32_t beats = (len + wire::kBeatBytes - 1) / wire::kBeatBytes;
-    for (uint32_t b = 0; b < beats; ++b) {
-      PANAMA_HLS(PIPELINE II = 1)
-      hlsc::AxisWord w;
-      for (uint32_t i = 0; i < wire::kBeatBytes; ++i) {
-        const uint32_t pos = b * wire::kBeatBytes + i;
-        hlsc::axis_set_byte(w, i, pos < len ? data[pos] : 0);
-        hlsc::axis_set_keep(w, i, pos < len);
-      }
-      hlsc::axis_set_last(w, b + 1 == beats);
-      out.write(w);
-    }
-  }
-};
+using Sizes = panama::DefaultEngine;
+constexpr uint32_t kEntries = Sizes::kTableEntries;
+constexpr uint32_t kSlots = Sizes::kPacketSlots;
+constexpr uint32_t kSlotWords = Sizes::kSlotWords;
+constexpr uint32_t kSlotMemWords = panama::kernel::slot_mem_words(kSlots, kSlotWords);
 
 }  // namespace
-}  // namespace panama
 
 void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
                        panama::hlsc::stream<panama::hlsc::AxisWord>& m_axis, uint32_t ctrl_seq,
@@ -48,38 +35,14 @@ void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
   PANAMA_HLS(INTERFACE mode = s_axilite port = ctrl_rdata bundle = control)
   PANAMA_HLS(INTERFACE mode = ap_ctrl_none port = return )
 
-  static DefaultEngine engine;
-  static uint32_t served_seq = 0;
-  static uint32_t last_rdata = 0;
-  static uint8_t frame[wire::kMaxFrameBytes];
+  static kernel::Rules<kEntries, kSlots, kSlotWords> rules;
+  static kernel::Mailbox mailbox = {0, 0};
+  // Slot memory: one 512-bit word per access, two ports (the accumulate
+  // stage reads word n+1 while it writes word n).
+  static hlsc::Word512 slot_mem[kSlotMemWords];
+  PANAMA_HLS(BIND_STORAGE variable = slot_mem type = ram_2p impl = uram)
+  EngineOutcome outcome;  // observed by the C simulation harness only
 
-  if (ctrl_seq != served_seq) {
-    if (ctrl_op == kCtrlOpWrite) {
-      engine.reg_write(ctrl_addr, ctrl_wdata);
-    } else if (ctrl_op == kCtrlOpRead) {
-      last_rdata = engine.reg_read(ctrl_addr);
-    }
-    served_seq = ctrl_seq;
-  }
-  *ctrl_ack = served_seq;
-  *ctrl_rdata = last_rdata;
-
-  if (s_axis.empty()) return;
-  // Gather one frame (up to tlast). Bytes beyond the buffer are consumed and
-  // make the frame oversize.
-  uint32_t len = 0;
-  bool last = false;
-  while (!last) {
-    PANAMA_HLS(PIPELINE II = 1)
-    const hlsc::AxisWord w = s_axis.read();
-    for (uint32_t i = 0; i < wire::kBeatBytes; ++i) {
-      if (hlsc::axis_keep(w, i)) {
-        if (len < wire::kMaxFrameBytes) frame[len] = hlsc::axis_byte(w, i);
-        ++len;
-      }
-    }
-    last = hlsc::axis_last(w);
-  }
-  AxisSink sink{m_axis};
-  engine.process_frame(frame, len, sink);
+  kernel::run<kEntries, kSlots, kSlotWords>(s_axis, m_axis, ctrl_seq, ctrl_op, ctrl_addr, ctrl_wdata,
+                                            ctrl_ack, ctrl_rdata, rules, mailbox, slot_mem, outcome);
 }

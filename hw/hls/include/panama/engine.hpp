@@ -1,4 +1,6 @@
-// The PANAMA aggregation engine: synthesizable HLS C++ and the golden model.
+// The PANAMA aggregation engine for hosts: the golden model that the
+// software PSwitch, the driver's simulation device, the pcap tool, the
+// co-simulation reference and the network simulator run.
 //
 // One Engine instance is one bump-in-the-wire accelerator. It classifies each
 // frame (wire.hpp), passes non-PANAMA frames and result-down frames through
@@ -16,11 +18,13 @@
 // before it (for retransmissions and duplicates), and `top + 1` once the bank
 // it reuses holds an emitted generation; anything else is outside the window.
 //
-// The control interface has the shape of AXI4-Lite: 32-bit register reads and
-// writes at the offsets of include/panama/regmap.hpp, the same map the RTL
-// engine implements. Every other harness (Vitis top, pcap tool, software
-// PSwitch, co-simulation reference) calls this class; there is no second
-// implementation of the aggregation logic.
+// Every one of those rules, the counters and the register interface
+// (AXI4-Lite shaped, offsets of include/panama/regmap.hpp, the map the RTL
+// engine implements too) live in EngineRules (engine_rules.hpp), which the
+// Vitis kernel's decide stage (kernel.hpp) uses as well. This class adds the
+// host datapath: frames as byte arrays, the packet memory as fp32 words, and
+// runs of elements added with fp32_add_run (SSE on x86-64 hosts, bit-identical
+// to the integer adder the kernel synthesizes).
 //
 // Template parameters size the memories at compile time; nothing is allocated
 // at run time. The object is large (the packet memory lives inside it), so
@@ -29,27 +33,12 @@
 
 #include <stdint.h>
 
+#include "panama/engine_rules.hpp"
 #include "panama/fp32_add.hpp"
-#include "panama/hls_compat.hpp"
 #include "panama/regmap.hpp"
 #include "panama/wire.hpp"
 
 namespace panama {
-
-// What the engine did with one frame.
-enum class EngineAction : uint8_t {
-  kPassed,      // non-PANAMA or result-down frame forwarded unchanged
-  kAggregated,  // contribution added, slot not complete yet
-  kEmitted,     // contribution completed the slot; the aggregate was emitted
-  kReemitted,   // retransmission for an emitted slot; stored aggregate re-emitted
-  kDropped,     // dropped; `drop_counter` says why
-};
-
-struct EngineOutcome {
-  EngineAction action;
-  uint32_t drop_counter;  // a regmap::GlobalCounter (kGcDrop* or kGcDuplicates) when dropped
-  int32_t entry;          // table entry involved, -1 when none
-};
 
 template <uint32_t NumEntries = 64, uint32_t NumSlots = 512, uint32_t SlotWords = 144>
 class Engine {
@@ -60,79 +49,16 @@ class Engine {
   static constexpr uint32_t kSlotCapacity = SlotWords * wire::kLanes;  // fp32 elements per slot
   static constexpr uint32_t kMaxFanIn = 64;
 
-  static_assert(NumEntries >= 1 && NumEntries <= 256, "1..256 table entries");
-  static_assert(NumSlots >= 1, "at least one slot");
-  static_assert(kSlotCapacity <= 0xFFFF, "element count is a 16-bit field");
+  using Rules = EngineRules<NumEntries, NumSlots, kSlotCapacity>;
 
-  Engine() { reset_all(); }
+  // The packet memory is left uninitialised: a bank is always loaded by its
+  // first contribution before it is read.
+  Engine() {}
 
   // ------------------------------------------------------------ control
 
-  uint32_t reg_read(uint32_t addr) {
-    using namespace regmap;
-    const uint32_t a = addr & ((1u << kAddressBits) - 1) & ~3u;
-    if (a >= kGlobalCounterBase && a < kGlobalCounterBase + 8 * kNumGlobalCounters) {
-      return counter_word(global_[(a - kGlobalCounterBase) / 8], a);
-    }
-    if (a >= kEntryCounterBase && a < kEntryCounterBase + kEntryCounterStride * NumEntries) {
-      const uint32_t e = (a - kEntryCounterBase) / kEntryCounterStride;
-      const uint32_t c = (a - kEntryCounterBase - e * kEntryCounterStride) / 8;
-      if (c < kNumEntryCounters) return counter_word(entry_ctr_[e][c], a);
-      return 0;
-    }
-    switch (a) {
-      case kId:
-        return kIdValue;
-      case kVersion:
-        return (kVersionMajor << 16) | kVersionMinor;
-      case regmap::kNumEntries:
-        return NumEntries;
-      case regmap::kNumSlots:
-        return NumSlots;
-      case regmap::kSlotElems:
-        return kSlotCapacity;
-      case kControl:
-        return enabled_ ? kControlEnable : 0;
-      case kUdpPort:
-        return udp_port_;
-      case kEntryIndex:
-        return entry_index_;
-      case kEntryStatus:
-        return entry_status_;
-      default:
-        break;
-    }
-    if (a >= kEKey && a <= kEIpTtlDscp) return staged_[(a - kEKey) / 4];
-    return 0;
-  }
-
-  void reg_write(uint32_t addr, uint32_t value) {
-    using namespace regmap;
-    const uint32_t a = addr & ((1u << kAddressBits) - 1) & ~3u;
-    switch (a) {
-      case kControl:
-        enabled_ = (value & kControlEnable) != 0;
-        if (value & kControlReset) {
-          reset_all();
-          enabled_ = (value & kControlEnable) != 0;
-        } else if (value & kControlClearCounters) {
-          clear_counters();
-        }
-        return;
-      case kUdpPort:
-        udp_port_ = static_cast<uint16_t>(value);
-        return;
-      case kEntryIndex:
-        entry_index_ = value;
-        return;
-      case kEntryCmd:
-        entry_command(value);
-        return;
-      default:
-        break;
-    }
-    if (a >= kEKey && a <= kEIpTtlDscp) staged_[(a - kEKey) / 4] = value;
-  }
+  uint32_t reg_read(uint32_t addr) { return rules_.reg_read(addr); }
+  void reg_write(uint32_t addr, uint32_t value) { rules_.reg_write(addr, value); }
 
   // ------------------------------------------------------------ datapath
 
@@ -145,393 +71,53 @@ class Engine {
   // a corrupt frame is never summed nor forwarded with a fresh FCS.
   template <class Sink>
   EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
-    using namespace regmap;
-    ++global_[kGcFramesIn];
-    if (mac_error) return drop(kGcDropMacError, -1);
-    if (len > wire::kMaxFrameBytes) return drop(kGcDropOversize, -1);
-    if (!enabled_) return pass(frame, len, sink, kGcPassthrough);
-
     wire::Header h;
-    const wire::FrameClass cls = wire::classify_frame(frame, len, udp_port_, h);
-    switch (cls) {
-      case wire::FrameClass::kNotPanama:
-        return pass(frame, len, sink, kGcPassthrough);
-      case wire::FrameClass::kResultDown:
-        return pass(frame, len, sink, kGcResultsPassed);
-      case wire::FrameClass::kTruncated:
-        return drop(kGcDropTruncated, -1);
-      case wire::FrameClass::kBadIpHeader:
-        return drop(kGcDropBadIpHeader, -1);
-      case wire::FrameClass::kBadVersion:
-        return drop(kGcDropBadVersion, -1);
-      case wire::FrameClass::kBadType:
-        return drop(kGcDropBadType, -1);
-      case wire::FrameClass::kBadElemType:
-        return drop(kGcDropBadElemType, -1);
-      case wire::FrameClass::kBadElemCount:
-        return drop(kGcDropBadElemCount, -1);
-      case wire::FrameClass::kBadLength:
-        return drop(kGcDropBadLength, -1);
-      case wire::FrameClass::kOk:
+    const wire::FrameClass cls = (mac_error || len > wire::kMaxFrameBytes)
+                                     ? wire::FrameClass::kNotPanama
+                                     : wire::classify_frame(frame, len, rules_.udp_port(), h);
+    FrameDecision d;
+    rules_.decide(cls, h, len, mac_error, d);
+    switch (d.op) {
+      case SlotOp::kNone:
+      case SlotOp::kReemit:
+        break;
+      case SlotOp::kPass:
+        sink(frame, len);
+        break;
+      // The rules only load or add frames that hold elem_count elements; the
+      // length test states it where the payload is read.
+      case SlotOp::kLoad:
+        if (len >= wire::frame_length(d.elem_count)) {
+          fp32_load_run(data_[d.slot][d.bank], frame + wire::kPayloadOffset, d.elem_count);
+        }
+        break;
+      case SlotOp::kAdd:
+        if (len >= wire::frame_length(d.elem_count)) {
+          fp32_add_run(data_[d.slot][d.bank], frame + wire::kPayloadOffset, d.elem_count);
+        }
         break;
     }
-    if (h.elem_count > kSlotCapacity) return drop(kGcDropBadElemCount, -1);
-
-    const bool is_retrans = h.type == static_cast<uint8_t>(wire::PacketType::kRetransmission);
-    ++global_[kGcPanamaIn];
-    if (is_retrans) ++global_[kGcRetransIn];
-
-    const int32_t e = lookup(h.job_id, h.tree_id);
-    if (e < 0) return drop(kGcDropUnknownEntry, -1);
-    const Entry& ent = table_[e];
-    if (is_retrans) ++entry_ctr_[e][kEcRetransIn];
-
-    if (h.child_id >= kMaxFanIn || ((ent.child_mask >> h.child_id) & 1u) == 0) {
-      ++entry_ctr_[e][kEcDropChildNotAllowed];
-      return drop(kGcDropChildNotAllowed, e);
-    }
-
-    const uint32_t q = ent.slot_count;
-    const uint32_t slot = ent.slot_base + h.seq % q;
-    const uint32_t gen = h.seq / q;
-    const uint32_t bank = gen & 1u;
-    SlotMeta& sm = slots_[slot];
-    Bank& bk = sm.bank[bank];
-
-    // Generation window.
-    bool advance = false;
-    if (gen == sm.top + 1) {
-      if (bk.state == kAccumulating) return seq_window_drop(e);  // older generation still open
-      advance = true;
-    } else if (gen == sm.top) {
-      if (bk.state != kEmpty && bk.seq != h.seq) return seq_window_drop(e);
-    } else if (sm.top >= 1 && gen == sm.top - 1) {
-      if (bk.state == kEmpty || bk.seq != h.seq) return seq_window_drop(e);
-    } else {
-      return seq_window_drop(e);
-    }
-
-    const uint64_t child_bit = uint64_t{1} << h.child_id;
-    if (advance || bk.state == kEmpty) {
-      // First contribution of this generation: stored as it arrives.
-      if (advance) sm.top = gen;
-      bk.state = kAccumulating;
-      bk.seq = h.seq;
-      bk.contributed = child_bit;
-      bk.count = 1;
-      bk.ecn = h.ecn;
-      bk.cwnd_cap = h.cwnd_cap;
-      bk.elem_count = h.elem_count;
-      fp32_load_run(data_[slot][bank], frame + wire::kPayloadOffset, h.elem_count);
-    } else if (bk.state == kDone) {
-      if (is_retrans) {
-        ++global_[kGcRetransServed];
-        ++entry_ctr_[e][kEcRetransServed];
-        emit(ent, bk, data_[slot][bank], is_retrans, sink);
-        return EngineOutcome{EngineAction::kReemitted, 0, e};
-      }
-      ++entry_ctr_[e][kEcDuplicates];
-      return drop(kGcDuplicates, e);
-    } else {  // accumulating
-      if (bk.contributed & child_bit) {
-        ++entry_ctr_[e][kEcDuplicates];
-        return drop(kGcDuplicates, e);
-      }
-      if (h.elem_count != bk.elem_count) {
-        ++entry_ctr_[e][kEcDropCountMismatch];
-        return drop(kGcDropCountMismatch, e);
-      }
-      fp32_add_run(data_[slot][bank], frame + wire::kPayloadOffset, h.elem_count);
-      bk.contributed |= child_bit;
-      bk.count += 1;
-      bk.ecn |= h.ecn;
-      if (h.cwnd_cap < bk.cwnd_cap) bk.cwnd_cap = h.cwnd_cap;
-    }
-
-    ++global_[kGcAggregated];
-    ++entry_ctr_[e][kEcAggregated];
-    if (h.ecn == wire::kEcnCe) {
-      ++global_[kGcEcnMarked];
-      ++entry_ctr_[e][kEcEcnMarked];
-    }
-    if (bk.count < ent.fan_in) return EngineOutcome{EngineAction::kAggregated, 0, e};
-
-    bk.state = kDone;
-    ++global_[kGcEmitted];
-    ++entry_ctr_[e][kEcEmitted];
-    emit(ent, bk, data_[slot][bank], false, sink);
-    return EngineOutcome{EngineAction::kEmitted, 0, e};
+    if (d.emit) emit(d.out, data_[d.slot][d.bank], sink);
+    return d.outcome;
   }
 
   // Convenience for hosts and tests: the value of a counter without going
   // through the two-word register protocol.
-  uint64_t global_counter(uint32_t c) const { return c < regmap::kNumGlobalCounters ? global_[c] : 0; }
-  uint64_t entry_counter(uint32_t e, uint32_t c) const {
-    return (e < NumEntries && c < regmap::kNumEntryCounters) ? entry_ctr_[e][c] : 0;
-  }
-  uint16_t udp_port() const { return udp_port_; }
+  uint64_t global_counter(uint32_t c) const { return rules_.global_counter(c); }
+  uint64_t entry_counter(uint32_t e, uint32_t c) const { return rules_.entry_counter(e, c); }
+  uint16_t udp_port() const { return rules_.udp_port(); }
 
  private:
-  enum BankState : uint8_t { kEmpty = 0, kAccumulating = 1, kDone = 2 };
-
-  struct Entry {
-    bool enabled;
-    bool root;
-    uint16_t job_id;
-    uint8_t tree_id;
-    uint8_t fan_in;
-    uint64_t child_mask;
-    uint32_t slot_base;
-    uint32_t slot_count;
-    uint16_t out_child_id;
-    uint8_t eth_dst[6];
-    uint8_t eth_src[6];
-    uint32_t ip_src;
-    uint32_t ip_dst;
-    uint16_t udp_src;
-    uint16_t udp_dst;
-    uint8_t ttl;
-    uint8_t dscp;
-  };
-
-  struct Bank {
-    uint8_t state;
-    uint8_t count;  // distinct children so far
-    uint8_t ecn;    // OR of the contributions' ECN fields
-    uint16_t cwnd_cap;
-    uint16_t elem_count;
-    uint32_t seq;
-    uint64_t contributed;  // bitmap of child ids
-  };
-
-  struct SlotMeta {
-    uint32_t top;  // newest generation admitted
-    Bank bank[2];
-  };
-
-  static constexpr uint32_t kNumStaged = (regmap::kEIpTtlDscp - regmap::kEKey) / 4 + 1;
-
   template <class Sink>
-  EngineOutcome pass(const uint8_t* frame, uint32_t len, Sink& sink, uint32_t counter) {
-    ++global_[counter];
-    sink(frame, len);
-    return EngineOutcome{EngineAction::kPassed, 0, -1};
-  }
-
-  EngineOutcome drop(uint32_t counter, int32_t e) {
-    ++global_[counter];
-    return EngineOutcome{EngineAction::kDropped, counter, e};
-  }
-
-  EngineOutcome seq_window_drop(int32_t e) {
-    ++entry_ctr_[e][regmap::kEcDropSeqWindow];
-    return drop(regmap::kGcDropSeqWindow, e);
-  }
-
-  int32_t lookup(uint16_t job, uint8_t tree) const {
-    int32_t found = -1;
-    for (uint32_t i = 0; i < NumEntries; ++i) {
-      PANAMA_HLS(UNROLL)
-      if (found < 0 && table_[i].enabled && table_[i].job_id == job && table_[i].tree_id == tree) {
-        found = static_cast<int32_t>(i);
-      }
-    }
-    return found;
-  }
-
-  template <class Sink>
-  void emit(const Entry& ent, const Bank& bk, const uint32_t* d, bool retransmission, Sink& sink) {
-    wire::Header h;
-    for (uint32_t i = 0; i < 6; ++i) {
-      h.eth_dst[i] = ent.eth_dst[i];
-      h.eth_src[i] = ent.eth_src[i];
-    }
-    h.dscp = ent.dscp;
-    h.ecn = bk.ecn;
-    h.ttl = ent.ttl;
-    h.ip_id = 0;
-    h.ip_src = ent.ip_src;
-    h.ip_dst = ent.ip_dst;
-    h.udp_src = ent.udp_src;
-    h.udp_dst = ent.udp_dst;
-    h.version = wire::kVersion;
-    h.type = static_cast<uint8_t>(
-        ent.root ? wire::PacketType::kResultDown
-                 : (retransmission ? wire::PacketType::kRetransmission : wire::PacketType::kAggregateUp));
-    h.job_id = ent.job_id;
-    h.tree_id = ent.tree_id;
-    h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
-    h.child_id = ent.out_child_id;
-    h.seq = bk.seq;
-    const uint32_t share = ent.slot_count > 0xFFFF ? 0xFFFF : ent.slot_count;
-    h.cwnd_cap = static_cast<uint16_t>(bk.cwnd_cap < share ? bk.cwnd_cap : share);
-    h.elem_count = bk.elem_count;
+  void emit(const wire::Header& h, const uint32_t* d, Sink& sink) {
     wire::write_headers(out_, h);
-    for (uint32_t i = 0; i < bk.elem_count; ++i) {
-      PANAMA_HLS(PIPELINE II = 1)
-      wire::store_le32(out_ + wire::kPayloadOffset + 4 * i, d[i]);
-    }
-    sink(static_cast<const uint8_t*>(out_), wire::frame_length(bk.elem_count));
+    fp32_store_run(out_ + wire::kPayloadOffset, d, h.elem_count);
+    sink(static_cast<const uint8_t*>(out_), wire::frame_length(h.elem_count));
   }
 
-  uint32_t counter_word(uint64_t value, uint32_t addr) {
-    if ((addr & 4u) == 0) {  // low word: latch the high word for the next read
-      latched_hi_ = static_cast<uint32_t>(value >> 32);
-      latched_addr_ = addr + 4;
-      return static_cast<uint32_t>(value);
-    }
-    return addr == latched_addr_ ? latched_hi_ : static_cast<uint32_t>(value >> 32);
-  }
+  Rules rules_;
 
-  void entry_command(uint32_t cmd) {
-    using namespace regmap;
-    if (cmd != kCmdCommit && cmd != kCmdLoad && cmd != kCmdDisable) {
-      entry_status_ = kStatusBadCommand;
-      return;
-    }
-    if (entry_index_ >= NumEntries) {
-      entry_status_ = kStatusBadIndex;
-      return;
-    }
-    const uint32_t idx = entry_index_;
-    if (cmd == kCmdDisable) {
-      table_[idx].enabled = false;
-      entry_status_ = kStatusOk;
-      return;
-    }
-    if (cmd == kCmdLoad) {
-      load_staged(table_[idx]);
-      entry_status_ = kStatusOk;
-      return;
-    }
-    Entry n;
-    decode_staged(n);
-    entry_status_ = validate(n, idx);
-    if (entry_status_ != kStatusOk) return;
-    table_[idx] = n;
-    for (uint32_t s = 0; s < n.slot_count; ++s) clear_slot(n.slot_base + s);
-    for (uint32_t c = 0; c < kNumEntryCounters; ++c) entry_ctr_[idx][c] = 0;
-  }
-
-  uint32_t validate(const Entry& n, uint32_t idx) const {
-    using namespace regmap;
-    if (n.fan_in == 0 || n.fan_in > kMaxFanIn || n.fan_in > popcount64(n.child_mask)) return kStatusBadFanIn;
-    if (n.slot_count == 0 || n.slot_count > 0xFFFF || n.slot_base >= NumSlots ||
-        n.slot_count > NumSlots - n.slot_base) {
-      return kStatusBadSlotRange;
-    }
-    if (!n.enabled) return kStatusOk;
-    for (uint32_t i = 0; i < NumEntries; ++i) {
-      if (i == idx || !table_[i].enabled) continue;
-      const Entry& o = table_[i];
-      if (n.slot_base < o.slot_base + o.slot_count && o.slot_base < n.slot_base + n.slot_count) {
-        return kStatusSlotOverlap;
-      }
-      if (o.job_id == n.job_id && o.tree_id == n.tree_id) return kStatusDuplicateKey;
-    }
-    return kStatusOk;
-  }
-
-  static uint32_t popcount64(uint64_t v) {
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < 64; ++i) n += (v >> i) & 1u;
-    return n;
-  }
-
-  // Staged register k holds register kEKey + 4k.
-  uint32_t& staged(uint32_t reg) { return staged_[(reg - regmap::kEKey) / 4]; }
-
-  void decode_staged(Entry& n) {
-    using namespace regmap;
-    n.job_id = static_cast<uint16_t>(staged(kEKey));
-    n.tree_id = static_cast<uint8_t>(staged(kEKey) >> 16);
-    n.enabled = (staged(kEFlags) & kEntryFlagEnable) != 0;
-    n.root = (staged(kEFlags) & kEntryFlagRoot) != 0;
-    const uint32_t fan_in = staged(kEFanIn);
-    n.fan_in = static_cast<uint8_t>(fan_in > 255 ? 255 : fan_in);  // >64 is rejected by validate
-    n.child_mask = (uint64_t{staged(kEChildMaskHi)} << 32) | staged(kEChildMaskLo);
-    n.slot_base = staged(kESlotBase);
-    n.slot_count = staged(kESlotCount);
-    n.out_child_id = static_cast<uint16_t>(staged(kEOutChildId));
-    unpack_mac(staged(kEEthDstHi), staged(kEEthDstLo), n.eth_dst);
-    unpack_mac(staged(kEEthSrcHi), staged(kEEthSrcLo), n.eth_src);
-    n.ip_src = staged(kEIpSrc);
-    n.ip_dst = staged(kEIpDst);
-    n.udp_src = static_cast<uint16_t>(staged(kEUdpPorts));
-    n.udp_dst = static_cast<uint16_t>(staged(kEUdpPorts) >> 16);
-    n.ttl = static_cast<uint8_t>(staged(kEIpTtlDscp));
-    n.dscp = static_cast<uint8_t>((staged(kEIpTtlDscp) >> 8) & 0x3F);
-  }
-
-  void load_staged(const Entry& n) {
-    using namespace regmap;
-    staged(kEKey) = n.job_id | (uint32_t{n.tree_id} << 16);
-    staged(kEFlags) = (n.enabled ? kEntryFlagEnable : 0) | (n.root ? kEntryFlagRoot : 0);
-    staged(kEFanIn) = n.fan_in;
-    staged(kEChildMaskLo) = static_cast<uint32_t>(n.child_mask);
-    staged(kEChildMaskHi) = static_cast<uint32_t>(n.child_mask >> 32);
-    staged(kESlotBase) = n.slot_base;
-    staged(kESlotCount) = n.slot_count;
-    staged(kEOutChildId) = n.out_child_id;
-    pack_mac(n.eth_dst, staged(kEEthDstHi), staged(kEEthDstLo));
-    pack_mac(n.eth_src, staged(kEEthSrcHi), staged(kEEthSrcLo));
-    staged(kEIpSrc) = n.ip_src;
-    staged(kEIpDst) = n.ip_dst;
-    staged(kEUdpPorts) = n.udp_src | (uint32_t{n.udp_dst} << 16);
-    staged(kEIpTtlDscp) = n.ttl | (uint32_t{n.dscp} << 8);
-  }
-
-  static void unpack_mac(uint32_t hi, uint32_t lo, uint8_t* mac) {
-    mac[0] = static_cast<uint8_t>(hi >> 8);
-    mac[1] = static_cast<uint8_t>(hi);
-    wire::store_be32(mac + 2, lo);
-  }
-  static void pack_mac(const uint8_t* mac, uint32_t& hi, uint32_t& lo) {
-    hi = (uint32_t{mac[0]} << 8) | mac[1];
-    lo = wire::load_be32(mac + 2);
-  }
-
-  void clear_slot(uint32_t s) {
-    slots_[s].top = 0;
-    for (uint32_t b = 0; b < 2; ++b) {
-      slots_[s].bank[b] = Bank{kEmpty, 0, 0, 0, 0, 0, 0};
-    }
-  }
-
-  void clear_counters() {
-    for (uint32_t c = 0; c < regmap::kNumGlobalCounters; ++c) global_[c] = 0;
-    for (uint32_t e = 0; e < NumEntries; ++e) {
-      for (uint32_t c = 0; c < regmap::kNumEntryCounters; ++c) entry_ctr_[e][c] = 0;
-    }
-  }
-
-  void reset_all() {
-    enabled_ = true;
-    udp_port_ = wire::kDefaultUdpPort;
-    entry_index_ = 0;
-    entry_status_ = regmap::kStatusOk;
-    latched_hi_ = 0;
-    latched_addr_ = 0xFFFFFFFFu;
-    for (uint32_t i = 0; i < kNumStaged; ++i) staged_[i] = 0;
-    for (uint32_t e = 0; e < NumEntries; ++e) table_[e] = Entry{};
-    for (uint32_t s = 0; s < NumSlots; ++s) clear_slot(s);
-    clear_counters();
-  }
-
-  // Control state.
-  bool enabled_;
-  uint16_t udp_port_;
-  uint32_t entry_index_;
-  uint32_t entry_status_;
-  uint32_t latched_hi_;
-  uint32_t latched_addr_;
-  uint32_t staged_[kNumStaged];
-  Entry table_[NumEntries];
-  uint64_t global_[regmap::kNumGlobalCounters];
-  uint64_t entry_ctr_[NumEntries][regmap::kNumEntryCounters];
-
-  // Packet memory: two banks (generations) of kSlotElems fp32 words per slot.
-  SlotMeta slots_[NumSlots];
+  // Packet memory: two banks (generations) of kSlotCapacity fp32 words per slot.
   uint32_t data_[NumSlots][2][kSlotCapacity];
 
   // Frame being emitted.

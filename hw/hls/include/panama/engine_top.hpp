@@ -1,19 +1,27 @@
-// Declaration of the Vitis HLS top function (see hw/hls/src/engine_top.cpp).
+// Declaration of the Vitis HLS top function (see hw/hls/src/engine_top.cpp)
+// and its register mailbox: the host writes ctrl_op, ctrl_addr and
+// ctrl_wdata, then changes ctrl_seq; the kernel performs the access once and
+// reports ctrl_seq in ctrl_ack and the read value in ctrl_rdata. The
+// AXI4-Lite offsets of these arguments are assigned by Vitis HLS; the driver
+// takes them from hw/vitis/kernels.json, and hw/vitis/hls/check_mailbox.py
+// compares the two after synthesis (docs/hls.md).
 #pragma once
 
 #include <stdint.h>
 
-#include "panama/engine.hpp"
+#include "panama/hls_compat.hpp"
+#include "panama/kernel.hpp"
 
 namespace panama {
 
-constexpr uint32_t kCtrlOpRead = 1;
-constexpr uint32_t kCtrlOpWrite = 2;
+constexpr uint32_t kCtrlOpRead = kernel::kCtrlOpRead;
+constexpr uint32_t kCtrlOpWrite = kernel::kCtrlOpWrite;
 
 }  // namespace panama
 
 // The top function lives at global scope so that Vitis HLS's `set_top` can
-// name it directly.
+// name it directly. One call serves at most one register access and one
+// frame; under Vitis (ap_ctrl_none) the kernel runs it continuously.
 void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
                        panama::hlsc::stream<panama::hlsc::AxisWord>& m_axis, uint32_t ctrl_seq,
                        uint32_t ctrl_op, uint32_t ctrl_addr, uint32_t ctrl_wdata, uint32_t* ctrl_ack,

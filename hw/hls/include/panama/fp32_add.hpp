@@ -213,4 +213,21 @@ inline void fp32_load_run(uint32_t* dst, const uint8_t* payload_le, uint32_t n) 
 #endif
 }
 
+// Element i of payload_le := src[i] for i < n: an aggregate written into a
+// frame, little-endian.
+inline void fp32_store_run(uint8_t* payload_le, const uint32_t* src, uint32_t n) {
+  PANAMA_HLS(INLINE)
+#if PANAMA_FP32_SSE_PATH
+  memcpy(payload_le, src, static_cast<size_t>(n) * 4);  // little-endian host
+#else
+  for (uint32_t i = 0; i < n; ++i) {
+    PANAMA_HLS(PIPELINE II = 1)
+    payload_le[4 * i] = static_cast<uint8_t>(src[i]);
+    payload_le[4 * i + 1] = static_cast<uint8_t>(src[i] >> 8);
+    payload_le[4 * i + 2] = static_cast<uint8_t>(src[i] >> 16);
+    payload_le[4 * i + 3] = static_cast<uint8_t>(src[i] >> 24);
+  }
+#endif
+}
+
 }  // namespace panama

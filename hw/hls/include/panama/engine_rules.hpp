@@ -1,0 +1,575 @@
+// The rules of the PANAMA aggregation engine, without its packet memory.
+//
+// EngineRules is the one definition of what an engine decides for a frame:
+// MAC-error and oversize drops, classification outcomes, the (job, tree)
+// table lookup, child admission, the slot/generation window, duplicates,
+// fan-in completion, the emitted header (ECN OR, cwnd_cap minimum, addresses
+// of the entry) and every counter, plus the AXI4-Lite-shaped register
+// interface (include/panama/regmap.hpp) that programs the table. It never
+// touches payload data: `decide` returns what to do with the slot memory
+// (load, add, re-emit, pass, nothing) and the caller does it with its own
+// memory layout.
+//
+// Two datapaths use it: the host engine (engine.hpp, byte frames and runs of
+// elements, the software PSwitch and the tools) and the Vitis kernel's decide
+// stage (kernel.hpp, 512-bit beats and URAM). Both therefore follow the same
+// rules by construction.
+//
+// The reset state is the value of a default-constructed object (member
+// initialisers only, no constructor loop), so a static instance in the
+// kernel starts in reset without running code; CONTROL.RESET returns to it.
+#pragma once
+
+#include <stdint.h>
+
+#include "panama/hls_compat.hpp"
+#include "panama/regmap.hpp"
+#include "panama/wire.hpp"
+
+namespace panama {
+
+// What the engine did with one frame.
+enum class EngineAction : uint8_t {
+  kPassed,      // non-PANAMA or result-down frame forwarded unchanged
+  kAggregated,  // contribution added, slot not complete yet
+  kEmitted,     // contribution completed the slot; the aggregate was emitted
+  kReemitted,   // retransmission for an emitted slot; stored aggregate re-emitted
+  kDropped,     // dropped; `drop_counter` says why
+};
+
+struct EngineOutcome {
+  EngineAction action;
+  uint32_t drop_counter;  // a regmap::GlobalCounter (kGcDrop* or kGcDuplicates) when dropped
+  int32_t entry;          // table entry involved, -1 when none
+};
+
+// What the datapath does with the frame's payload and the slot memory.
+enum class SlotOp : uint8_t {
+  kNone,    // frame dropped: payload discarded, no slot touched
+  kPass,    // frame forwarded unchanged
+  kLoad,    // first contribution: slot (slot, bank) := payload
+  kAdd,     // slot (slot, bank) += payload, element-wise fp32_add
+  kReemit,  // payload discarded; the stored aggregate of (slot, bank) is sent
+};
+
+// The decision for one frame. When `emit` is set, the datapath sends a frame
+// with header `out` and the `out.elem_count` elements of (slot, bank) after
+// performing `op`; `out` is written only then.
+struct FrameDecision {
+  EngineOutcome outcome;
+  SlotOp op;
+  bool emit;
+  uint32_t slot;
+  uint32_t bank;
+  uint32_t elem_count;  // payload elements to load or add (kLoad, kAdd)
+  wire::Header out;
+};
+
+// n / q and n % q for a share q >= 1 without a divider: `reciprocal` is
+// share_reciprocal(q), computed once when the entry is committed. The
+// estimate floor(n * floor(2^32 / q) / 2^32) is q_true or q_true - 1 (the
+// reciprocal is at most 1 below 2^32 / q and n < 2^32), so one correction
+// step makes it exact; n * reciprocal < 2^64 because reciprocal <= 2^32.
+// Frames are decided with a multiply instead of a 32-clock division.
+inline uint64_t share_reciprocal(uint32_t q) {
+  return (uint64_t{1} << 32) / q;
+}
+inline void divide_by_share(uint32_t n, uint32_t q, uint64_t reciprocal, uint32_t& quotient,
+                            uint32_t& remainder) {
+  uint32_t est = static_cast<uint32_t>((uint64_t{n} * reciprocal) >> 32);
+  uint32_t rem = n - est * q;  // est * q <= n
+  if (rem >= q) {
+    est += 1;
+    rem -= q;
+  }
+  quotient = est;
+  remainder = rem;
+}
+
+template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotCapacity>
+class EngineRules {
+ public:
+  static constexpr uint32_t kMaxFanIn = 64;
+
+  static_assert(NumEntries >= 1 && NumEntries <= 256, "1..256 table entries");
+  static_assert(NumSlots >= 1, "at least one slot");
+  static_assert(SlotCapacity >= 1 && SlotCapacity <= 0xFFFF, "element count is a 16-bit field");
+
+  // ------------------------------------------------------------ control
+
+  uint32_t reg_read(uint32_t addr) {
+    using namespace regmap;
+    const uint32_t a = addr & ((1u << kAddressBits) - 1) & ~3u;
+    if (a >= kGlobalCounterBase && a < kGlobalCounterBase + 8 * kNumGlobalCounters) {
+      return counter_word(global_[(a - kGlobalCounterBase) / 8], a);
+    }
+    if (a >= kEntryCounterBase && a < kEntryCounterBase + kEntryCounterStride * NumEntries) {
+      const uint32_t e = (a - kEntryCounterBase) / kEntryCounterStride;
+      const uint32_t c = (a - kEntryCounterBase - e * kEntryCounterStride) / 8;
+      if (c < kNumEntryCounters) return counter_word(entry_ctr_[e][c], a);
+      return 0;
+    }
+    switch (a) {
+      case kId:
+        return kIdValue;
+      case kVersion:
+        return (kVersionMajor << 16) | kVersionMinor;
+      case regmap::kNumEntries:
+        return NumEntries;
+      case regmap::kNumSlots:
+        return NumSlots;
+      case regmap::kSlotElems:
+        return SlotCapacity;
+      case kControl:
+        return enabled_ ? kControlEnable : 0;
+      case kUdpPort:
+        return udp_port_;
+      case kEntryIndex:
+        return entry_index_;
+      case kEntryStatus:
+        return entry_status_;
+      default:
+        break;
+    }
+    if (a >= kEKey && a <= kEIpTtlDscp) return staged_[(a - kEKey) / 4];
+    return 0;
+  }
+
+  void reg_write(uint32_t addr, uint32_t value) {
+    using namespace regmap;
+    const uint32_t a = addr & ((1u << kAddressBits) - 1) & ~3u;
+    switch (a) {
+      case kControl:
+        enabled_ = (value & kControlEnable) != 0;
+        if (value & kControlReset) {
+          reset_all();
+          enabled_ = (value & kControlEnable) != 0;
+        } else if (value & kControlClearCounters) {
+          clear_counters();
+        }
+        return;
+      case kUdpPort:
+        udp_port_ = static_cast<uint16_t>(value);
+        return;
+      case kEntryIndex:
+        entry_index_ = value;
+        return;
+      case kEntryCmd:
+        entry_command(value);
+        return;
+      default:
+        break;
+    }
+    if (a >= kEKey && a <= kEIpTtlDscp) staged_[(a - kEKey) / 4] = value;
+  }
+
+  uint64_t global_counter(uint32_t c) const { return c < regmap::kNumGlobalCounters ? global_[c] : 0; }
+  uint64_t entry_counter(uint32_t e, uint32_t c) const {
+    return (e < NumEntries && c < regmap::kNumEntryCounters) ? entry_ctr_[e][c] : 0;
+  }
+  uint16_t udp_port() const { return udp_port_; }
+
+  // ------------------------------------------------------------ decisions
+
+  // Decides what happens to one frame of `len` bytes, into `d`. `cls` and `h` are the
+  // result of wire::classify_frame on the frame's first bytes with
+  // udp_port() (only read when the frame gets that far: with `mac_error`,
+  // an oversize length or the engine disabled they are ignored). Updates the
+  // table's slot state and the counters as if the datapath then performs
+  // the decided operation.
+  void decide(wire::FrameClass cls, const wire::Header& h, uint32_t len, bool mac_error, FrameDecision& d) {
+    using namespace regmap;
+    ++global_[kGcFramesIn];
+    if (mac_error) return drop(kGcDropMacError, -1, d);
+    if (len > wire::kMaxFrameBytes) return drop(kGcDropOversize, -1, d);
+    if (!enabled_) return pass(kGcPassthrough, d);
+
+    switch (cls) {
+      case wire::FrameClass::kNotPanama:
+        return pass(kGcPassthrough, d);
+      case wire::FrameClass::kResultDown:
+        return pass(kGcResultsPassed, d);
+      case wire::FrameClass::kTruncated:
+        return drop(kGcDropTruncated, -1, d);
+      case wire::FrameClass::kBadIpHeader:
+        return drop(kGcDropBadIpHeader, -1, d);
+      case wire::FrameClass::kBadVersion:
+        return drop(kGcDropBadVersion, -1, d);
+      case wire::FrameClass::kBadType:
+        return drop(kGcDropBadType, -1, d);
+      case wire::FrameClass::kBadElemType:
+        return drop(kGcDropBadElemType, -1, d);
+      case wire::FrameClass::kBadElemCount:
+        return drop(kGcDropBadElemCount, -1, d);
+      case wire::FrameClass::kBadLength:
+        return drop(kGcDropBadLength, -1, d);
+      case wire::FrameClass::kOk:
+        break;
+    }
+    if (h.elem_count > SlotCapacity) return drop(kGcDropBadElemCount, -1, d);
+
+    const bool is_retrans = h.type == static_cast<uint8_t>(wire::PacketType::kRetransmission);
+    ++global_[kGcPanamaIn];
+    if (is_retrans) ++global_[kGcRetransIn];
+
+    const int32_t e = lookup(h.job_id, h.tree_id);
+    if (e < 0) return drop(kGcDropUnknownEntry, -1, d);
+    const Entry& ent = table_[e];
+    if (is_retrans) ++entry_ctr_[e][kEcRetransIn];
+
+    if (h.child_id >= kMaxFanIn || ((ent.child_mask >> h.child_id) & 1u) == 0) {
+      ++entry_ctr_[e][kEcDropChildNotAllowed];
+      return drop(kGcDropChildNotAllowed, e, d);
+    }
+
+    uint32_t gen, slot_in_share;
+    divide_by_share(h.seq, ent.slot_count, ent.share_recip, gen, slot_in_share);
+    const uint32_t slot = ent.slot_base + slot_in_share;
+    const uint32_t bank = gen & 1u;
+    SlotMeta& sm = slots_[slot];
+    Bank& bk = sm.bank[bank];
+
+    // Generation window.
+    bool advance = false;
+    if (gen == sm.top + 1) {
+      if (bk.state == kAccumulating) return seq_window_drop(e, d);  // older generation still open
+      advance = true;
+    } else if (gen == sm.top) {
+      if (bk.state != kEmpty && bk.seq != h.seq) return seq_window_drop(e, d);
+    } else if (sm.top >= 1 && gen == sm.top - 1) {
+      if (bk.state == kEmpty || bk.seq != h.seq) return seq_window_drop(e, d);
+    } else {
+      return seq_window_drop(e, d);
+    }
+
+    none(EngineOutcome{EngineAction::kAggregated, 0, e}, d);
+    d.slot = slot;
+    d.bank = bank;
+    d.elem_count = h.elem_count;
+    const uint64_t child_bit = uint64_t{1} << h.child_id;
+    if (advance || bk.state == kEmpty) {
+      // First contribution of this generation: stored as it arrives.
+      if (advance) sm.top = gen;
+      bk.state = kAccumulating;
+      bk.seq = h.seq;
+      bk.contributed = child_bit;
+      bk.count = 1;
+      bk.ecn = h.ecn;
+      bk.cwnd_cap = h.cwnd_cap;
+      bk.elem_count = h.elem_count;
+      d.op = SlotOp::kLoad;
+    } else if (bk.state == kDone) {
+      if (is_retrans) {
+        ++global_[kGcRetransServed];
+        ++entry_ctr_[e][kEcRetransServed];
+        d.outcome.action = EngineAction::kReemitted;
+        d.op = SlotOp::kReemit;
+        d.emit = true;
+        emission_header(ent, bk, true, d.out);
+        return;
+      }
+      ++entry_ctr_[e][kEcDuplicates];
+      return drop(kGcDuplicates, e, d);
+    } else {  // accumulating
+      if (bk.contributed & child_bit) {
+        ++entry_ctr_[e][kEcDuplicates];
+        return drop(kGcDuplicates, e, d);
+      }
+      if (h.elem_count != bk.elem_count) {
+        ++entry_ctr_[e][kEcDropCountMismatch];
+        return drop(kGcDropCountMismatch, e, d);
+      }
+      bk.contributed |= child_bit;
+      bk.count += 1;
+      bk.ecn |= h.ecn;
+      if (h.cwnd_cap < bk.cwnd_cap) bk.cwnd_cap = h.cwnd_cap;
+      d.op = SlotOp::kAdd;
+    }
+
+    ++global_[kGcAggregated];
+    ++entry_ctr_[e][kEcAggregated];
+    if (h.ecn == wire::kEcnCe) {
+      ++global_[kGcEcnMarked];
+      ++entry_ctr_[e][kEcEcnMarked];
+    }
+    if (bk.count < ent.fan_in) return;
+
+    bk.state = kDone;
+    ++global_[kGcEmitted];
+    ++entry_ctr_[e][kEcEmitted];
+    d.outcome.action = EngineAction::kEmitted;
+    d.emit = true;
+    emission_header(ent, bk, false, d.out);
+  }
+
+ private:
+  enum BankState : uint8_t { kEmpty = 0, kAccumulating = 1, kDone = 2 };
+
+  struct Entry {
+    bool enabled;
+    bool root;
+    uint16_t job_id;
+    uint8_t tree_id;
+    uint8_t fan_in;
+    uint64_t child_mask;
+    uint32_t slot_base;
+    uint32_t slot_count;
+    uint64_t share_recip;  // share_reciprocal(slot_count), set by COMMIT
+    uint16_t out_child_id;
+    uint8_t eth_dst[6];
+    uint8_t eth_src[6];
+    uint32_t ip_src;
+    uint32_t ip_dst;
+    uint16_t udp_src;
+    uint16_t udp_dst;
+    uint8_t ttl;
+    uint8_t dscp;
+  };
+
+  struct Bank {
+    uint8_t state;
+    uint8_t count;  // distinct children so far
+    uint8_t ecn;    // OR of the contributions' ECN fields
+    uint16_t cwnd_cap;
+    uint16_t elem_count;
+    uint32_t seq;
+    uint64_t contributed;  // bitmap of child ids
+  };
+
+  struct SlotMeta {
+    uint32_t top;  // newest generation admitted
+    Bank bank[2];
+  };
+
+  static constexpr uint32_t kNumStaged = (regmap::kEIpTtlDscp - regmap::kEKey) / 4 + 1;
+
+  // Every field but `out`, for a decision that touches no slot.
+  static void none(EngineOutcome o, FrameDecision& d) {
+    d.outcome = o;
+    d.op = SlotOp::kNone;
+    d.emit = false;
+    d.slot = 0;
+    d.bank = 0;
+    d.elem_count = 0;
+  }
+
+  void pass(uint32_t counter, FrameDecision& d) {
+    ++global_[counter];
+    none(EngineOutcome{EngineAction::kPassed, 0, -1}, d);
+    d.op = SlotOp::kPass;
+  }
+
+  void drop(uint32_t counter, int32_t e, FrameDecision& d) {
+    ++global_[counter];
+    none(EngineOutcome{EngineAction::kDropped, counter, e}, d);
+  }
+
+  void seq_window_drop(int32_t e, FrameDecision& d) {
+    ++entry_ctr_[e][regmap::kEcDropSeqWindow];
+    drop(regmap::kGcDropSeqWindow, e, d);
+  }
+
+  // The first enabled entry with this key (commit keeps keys unique).
+  int32_t lookup(uint16_t job, uint8_t tree) const {
+    for (uint32_t i = 0; i < NumEntries; ++i) {
+      PANAMA_HLS(UNROLL)
+      if (table_[i].enabled && table_[i].job_id == job && table_[i].tree_id == tree) {
+        return static_cast<int32_t>(i);
+      }
+    }
+    return -1;
+  }
+
+  // The header of the frame emitted for a completed bank (docs/protocol.md §6).
+  static void emission_header(const Entry& ent, const Bank& bk, bool retransmission, wire::Header& h) {
+    for (uint32_t i = 0; i < 6; ++i) {
+      PANAMA_HLS(UNROLL)
+      h.eth_dst[i] = ent.eth_dst[i];
+      h.eth_src[i] = ent.eth_src[i];
+    }
+    h.dscp = ent.dscp;
+    h.ecn = bk.ecn;
+    h.ttl = ent.ttl;
+    h.ip_id = 0;
+    h.ip_src = ent.ip_src;
+    h.ip_dst = ent.ip_dst;
+    h.udp_src = ent.udp_src;
+    h.udp_dst = ent.udp_dst;
+    h.version = wire::kVersion;
+    h.type = static_cast<uint8_t>(
+        ent.root ? wire::PacketType::kResultDown
+                 : (retransmission ? wire::PacketType::kRetransmission : wire::PacketType::kAggregateUp));
+    h.job_id = ent.job_id;
+    h.tree_id = ent.tree_id;
+    h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
+    h.child_id = ent.out_child_id;
+    h.seq = bk.seq;
+    const uint32_t share = ent.slot_count > 0xFFFF ? 0xFFFF : ent.slot_count;
+    h.cwnd_cap = static_cast<uint16_t>(bk.cwnd_cap < share ? bk.cwnd_cap : share);
+    h.elem_count = bk.elem_count;
+  }
+
+  uint32_t counter_word(uint64_t value, uint32_t addr) {
+    if ((addr & 4u) == 0) {  // low word: latch the high word for the next read
+      latched_hi_ = static_cast<uint32_t>(value >> 32);
+      latched_addr_ = addr + 4;
+      return static_cast<uint32_t>(value);
+    }
+    return addr == latched_addr_ ? latched_hi_ : static_cast<uint32_t>(value >> 32);
+  }
+
+  void entry_command(uint32_t cmd) {
+    using namespace regmap;
+    if (cmd != kCmdCommit && cmd != kCmdLoad && cmd != kCmdDisable) {
+      entry_status_ = kStatusBadCommand;
+      return;
+    }
+    if (entry_index_ >= NumEntries) {
+      entry_status_ = kStatusBadIndex;
+      return;
+    }
+    const uint32_t idx = entry_index_;
+    if (cmd == kCmdDisable) {
+      table_[idx].enabled = false;
+      entry_status_ = kStatusOk;
+      return;
+    }
+    if (cmd == kCmdLoad) {
+      load_staged(table_[idx]);
+      entry_status_ = kStatusOk;
+      return;
+    }
+    Entry n{};
+    decode_staged(n);
+    entry_status_ = validate(n, idx);
+    if (entry_status_ != kStatusOk) return;
+    n.share_recip = share_reciprocal(n.slot_count);  // slot_count >= 1: validated
+    table_[idx] = n;
+    for (uint32_t s = 0; s < n.slot_count; ++s) clear_slot(n.slot_base + s);
+    for (uint32_t c = 0; c < kNumEntryCounters; ++c) entry_ctr_[idx][c] = 0;
+  }
+
+  uint32_t validate(const Entry& n, uint32_t idx) const {
+    using namespace regmap;
+    if (n.fan_in == 0 || n.fan_in > kMaxFanIn || n.fan_in > popcount64(n.child_mask)) return kStatusBadFanIn;
+    if (n.slot_count == 0 || n.slot_count > 0xFFFF || n.slot_base >= NumSlots ||
+        n.slot_count > NumSlots - n.slot_base) {
+      return kStatusBadSlotRange;
+    }
+    if (!n.enabled) return kStatusOk;
+    for (uint32_t i = 0; i < NumEntries; ++i) {
+      if (i == idx || !table_[i].enabled) continue;
+      const Entry& o = table_[i];
+      if (n.slot_base < o.slot_base + o.slot_count && o.slot_base < n.slot_base + n.slot_count) {
+        return kStatusSlotOverlap;
+      }
+      if (o.job_id == n.job_id && o.tree_id == n.tree_id) return kStatusDuplicateKey;
+    }
+    return kStatusOk;
+  }
+
+  static uint32_t popcount64(uint64_t v) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < 64; ++i) n += (v >> i) & 1u;
+    return n;
+  }
+
+  // Staged register k holds register kEKey + 4k.
+  uint32_t& staged(uint32_t reg) { return staged_[(reg - regmap::kEKey) / 4]; }
+
+  void decode_staged(Entry& n) {
+    using namespace regmap;
+    n.job_id = static_cast<uint16_t>(staged(kEKey));
+    n.tree_id = static_cast<uint8_t>(staged(kEKey) >> 16);
+    n.enabled = (staged(kEFlags) & kEntryFlagEnable) != 0;
+    n.root = (staged(kEFlags) & kEntryFlagRoot) != 0;
+    const uint32_t fan_in = staged(kEFanIn);
+    n.fan_in = static_cast<uint8_t>(fan_in > 255 ? 255 : fan_in);  // >64 is rejected by validate
+    n.child_mask = (uint64_t{staged(kEChildMaskHi)} << 32) | staged(kEChildMaskLo);
+    n.slot_base = staged(kESlotBase);
+    n.slot_count = staged(kESlotCount);
+    n.out_child_id = static_cast<uint16_t>(staged(kEOutChildId));
+    unpack_mac(staged(kEEthDstHi), staged(kEEthDstLo), n.eth_dst);
+    unpack_mac(staged(kEEthSrcHi), staged(kEEthSrcLo), n.eth_src);
+    n.ip_src = staged(kEIpSrc);
+    n.ip_dst = staged(kEIpDst);
+    n.udp_src = static_cast<uint16_t>(staged(kEUdpPorts));
+    n.udp_dst = static_cast<uint16_t>(staged(kEUdpPorts) >> 16);
+    n.ttl = static_cast<uint8_t>(staged(kEIpTtlDscp));
+    n.dscp = static_cast<uint8_t>((staged(kEIpTtlDscp) >> 8) & 0x3F);
+  }
+
+  void load_staged(const Entry& n) {
+    using namespace regmap;
+    staged(kEKey) = n.job_id | (uint32_t{n.tree_id} << 16);
+    staged(kEFlags) = (n.enabled ? kEntryFlagEnable : 0) | (n.root ? kEntryFlagRoot : 0);
+    staged(kEFanIn) = n.fan_in;
+    staged(kEChildMaskLo) = static_cast<uint32_t>(n.child_mask);
+    staged(kEChildMaskHi) = static_cast<uint32_t>(n.child_mask >> 32);
+    staged(kESlotBase) = n.slot_base;
+    staged(kESlotCount) = n.slot_count;
+    staged(kEOutChildId) = n.out_child_id;
+    pack_mac(n.eth_dst, staged(kEEthDstHi), staged(kEEthDstLo));
+    pack_mac(n.eth_src, staged(kEEthSrcHi), staged(kEEthSrcLo));
+    staged(kEIpSrc) = n.ip_src;
+    staged(kEIpDst) = n.ip_dst;
+    staged(kEUdpPorts) = n.udp_src | (uint32_t{n.udp_dst} << 16);
+    staged(kEIpTtlDscp) = n.ttl | (uint32_t{n.dscp} << 8);
+  }
+
+  static void unpack_mac(uint32_t hi, uint32_t lo, uint8_t* mac) {
+    mac[0] = static_cast<uint8_t>(hi >> 8);
+    mac[1] = static_cast<uint8_t>(hi);
+    wire::store_be32(mac + 2, lo);
+  }
+  static void pack_mac(const uint8_t* mac, uint32_t& hi, uint32_t& lo) {
+    hi = (uint32_t{mac[0]} << 8) | mac[1];
+    lo = wire::load_be32(mac + 2);
+  }
+
+  void clear_slot(uint32_t s) {
+    slots_[s].top = 0;
+    for (uint32_t b = 0; b < 2; ++b) {
+      slots_[s].bank[b] = Bank{kEmpty, 0, 0, 0, 0, 0, 0};
+    }
+  }
+
+  void clear_counters() {
+    for (uint32_t c = 0; c < regmap::kNumGlobalCounters; ++c) global_[c] = 0;
+    for (uint32_t e = 0; e < NumEntries; ++e) {
+      for (uint32_t c = 0; c < regmap::kNumEntryCounters; ++c) entry_ctr_[e][c] = 0;
+    }
+  }
+
+  // Back to the state of a default-constructed object.
+  void reset_all() {
+    enabled_ = true;
+    udp_port_ = wire::kDefaultUdpPort;
+    entry_index_ = 0;
+    entry_status_ = regmap::kStatusOk;
+    latched_hi_ = 0;
+    latched_addr_ = kNoLatchedAddr;
+    for (uint32_t i = 0; i < kNumStaged; ++i) staged_[i] = 0;
+    for (uint32_t e = 0; e < NumEntries; ++e) table_[e] = Entry{};
+    for (uint32_t s = 0; s < NumSlots; ++s) clear_slot(s);
+    clear_counters();
+  }
+
+  static constexpr uint32_t kNoLatchedAddr = 0xFFFFFFFFu;
+
+  // Control state (reset values here and in reset_all).
+  bool enabled_ = true;
+  uint16_t udp_port_ = wire::kDefaultUdpPort;
+  uint32_t entry_index_ = 0;
+  uint32_t entry_status_ = regmap::kStatusOk;
+  uint32_t latched_hi_ = 0;
+  uint32_t latched_addr_ = kNoLatchedAddr;
+  uint32_t staged_[kNumStaged] = {};
+  Entry table_[NumEntries] = {};
+  uint64_t global_[regmap::kNumGlobalCounters] = {};
+  uint64_t entry_ctr_[NumEntries][regmap::kNumEntryCounters] = {};
+  // Per-slot generation state; the slot data lives in the datapath.
+  SlotMeta slots_[NumSlots] = {};
+};
+
+}  // namespace panama
