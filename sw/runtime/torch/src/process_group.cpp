@@ -127,8 +127,14 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
                                   ", but this process group is rank " + std::to_string(rank) + " of " +
                                   std::to_string(size));
     }
+    // No result at all for this long means the job cannot finish: every chunk
+    // would have used up its retry budget even at the largest RTO.
+    silence_limit_ = std::chrono::milliseconds(
+        uint64_t{plan.congestion.rto_max_us} * (plan.congestion.retry_budget + 1) / 1000 + 1);
+    retry_budget_ = plan.congestion.retry_budget;
     runtime_ = shared_runtime(cfg.eal_args, cfg.link_wait_ms);
     comm_ = runtime_->communicator(plan, cfg.device);
+    device_ = comm_->device();
     if (!runtime_->link_up(comm_->device())) {
       const std::string dev = comm_->device();
       comm_.reset();
@@ -165,6 +171,10 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
     }
     std::lock_guard<std::mutex> lk(mu_);
     if (stop_) throw std::runtime_error("panama: the process group was shut down");
+    if (!comm_) {
+      work->complete(std::make_exception_ptr(std::runtime_error(failure_)));
+      return work;
+    }
     // Issued under the lock so that the completion queue has the issue order.
     runtime::AllreduceHandle h =
         comm_->allreduce_async(buffer.data_ptr<float>(), static_cast<size_t>(buffer.numel()));
@@ -268,9 +278,11 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
     runtime::CommStats s;
     std::map<std::string, uint64_t> delegated;
     uint64_t copies = 0, allreduces = 0;
+    std::string failure;
     {
       std::lock_guard<std::mutex> lk(mu_);
-      if (comm_) s = comm_->stats();
+      s = comm_ ? comm_->stats() : closed_stats_;
+      failure = failure_;
       delegated = delegated_;
       copies = noncontiguous_copies_;
       allreduces = allreduces_;
@@ -292,6 +304,7 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
     d["results_ce"] = s.results_ce;
     d["duplicate_results"] = s.duplicate_results;
     d["noncontiguous_copies"] = copies;
+    d["failure"] = failure;
     py::list trees;
     for (const runtime::TreeStats& t : s.trees) {
       py::dict td;
@@ -322,7 +335,7 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
     return d;
   }
 
-  std::string device_name() const { return comm_ ? comm_->device() : std::string(); }
+  std::string device_name() const { return device_; }
 
   // Fails what is in flight ("the process group was shut down") and stops the
   // completion thread. Idempotent.
@@ -380,7 +393,14 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
     if (PyErr_WarnEx(PyExc_UserWarning, msg.c_str(), 1) != 0) PyErr_Clear();
   }
 
+  // Waits for the allreduces in issue order and completes their Work. Also a
+  // watchdog: when the job gets no result at all for longer than the retry
+  // budget allows at the largest RTO (e.g. the PSwitch is gone and the
+  // transmit path is stuck, so no retransmission is even sent), the
+  // communicator is closed and every allreduce fails with the reason.
   void complete_loop() {
+    uint64_t last_results = 0;
+    auto last_change = std::chrono::steady_clock::now();
     for (;;) {
       Pending p;
       {
@@ -390,18 +410,49 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
         p = std::move(pending_.front());
         pending_.pop_front();
       }
+      last_change = std::chrono::steady_clock::now();  // this op's silence starts now
       std::exception_ptr error;
       try {
-        p.handle.wait();
+        while (!p.handle.wait_for(std::chrono::milliseconds(100))) {
+          std::lock_guard<std::mutex> lk(mu_);
+          if (!comm_) break;  // closed: the handle fails at once
+          const uint64_t results = comm_->stats().packets_received;
+          const auto now = std::chrono::steady_clock::now();
+          if (results != last_results) {
+            last_results = results;
+            last_change = now;
+          } else if (now - last_change > silence_limit_) {
+            close_locked(silence_limit_);
+          }
+        }
+        p.handle.wait();  // throws the runtime's reason when it failed
         at::Tensor& buf = p.work->buffer();
         if (p.average) buf.div_(static_cast<double>(size_));
         if (!buf.is_same(p.work->user())) const_cast<at::Tensor&>(p.work->user()).copy_(buf);
       } catch (const std::exception& e) {
-        error = std::make_exception_ptr(std::runtime_error(std::string("panama: ") + e.what()));
+        std::lock_guard<std::mutex> lk(mu_);
+        error = std::make_exception_ptr(
+            std::runtime_error(failure_.empty() ? std::string("panama: ") + e.what() : failure_));
       }
       p.handle = runtime::AllreduceHandle();  // forget the op's record
       p.work->complete(error);
     }
+  }
+
+  // Fails every pending and later allreduce with a reason naming the silence.
+  void close_locked(std::chrono::milliseconds silence) {
+    const std::string dev = comm_->device();
+    bool up = true;
+    try {
+      up = runtime_->link_up(dev);
+    } catch (const std::exception&) {
+    }
+    failure_ = "panama: allreduce failed: no result from the network for " + std::to_string(silence.count()) +
+               " ms, longer than the retry budget (" + std::to_string(retry_budget_) +
+               " retransmissions) allows; port " + dev + " link is " + (up ? "up" : "down") +
+               " (is the PSwitch gone?)";
+    closed_stats_ = comm_->stats();
+    comm_.reset();  // fails what is in flight
   }
 
   intrusive_ptr<c10d::ProcessGroup> gloo_;
@@ -416,6 +467,11 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
   std::map<std::string, uint64_t> delegated_;
   uint64_t noncontiguous_copies_ = 0;
   uint64_t allreduces_ = 0;
+  std::chrono::milliseconds silence_limit_{0};
+  uint32_t retry_budget_ = 0;
+  std::string failure_;  // set when the watchdog closed the communicator
+  runtime::CommStats closed_stats_;
+  std::string device_;
 };
 
 }  // namespace panama::torch_backend

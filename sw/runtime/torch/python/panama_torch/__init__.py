@@ -102,9 +102,9 @@ _groups: "weakref.WeakSet[ProcessGroupPanama]" = weakref.WeakSet()
 
 
 def _create(backend_opts, pg_options):
-    o = resolve_options(pg_options if isinstance(pg_options, Options) else None)
     if pg_options is not None and not isinstance(pg_options, Options):
         raise TypeError(f"panama: pg_options must be panama_torch.Options, not {type(pg_options).__name__}")
+    o = resolve_options(pg_options)
     rank, size = backend_opts.group_rank, backend_opts.group_size
     timeout = backend_opts.timeout
     if not isinstance(timeout, timedelta):
