@@ -56,6 +56,19 @@ std::shared_ptr<runtime::Runtime> shared_runtime(const std::vector<std::string>&
   return rt;
 }
 
+// Loads the plan (PlanError names the bad key) and checks that it is for
+// this rank of a job of this size.
+runtime::Plan load_checked_plan(const std::string& path, int rank, int size) {
+  runtime::Plan plan = runtime::load_plan(path);
+  if (plan.rank != static_cast<uint32_t>(rank) || plan.world_size != static_cast<uint32_t>(size)) {
+    throw std::invalid_argument("panama: the plan " + path + " is for rank " + std::to_string(plan.rank) +
+                                " of " + std::to_string(plan.world_size) +
+                                ", but this process group is rank " + std::to_string(rank) + " of " +
+                                std::to_string(size));
+  }
+  return plan;
+}
+
 // The Work of one PANAMA allreduce. Completed by the process group's
 // completion thread; wait() rethrows the runtime's error.
 class PanamaWork : public Work {
@@ -120,13 +133,7 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
       : c10d::ProcessGroup(rank, size), gloo_(std::move(gloo)), config_(cfg) {
     if (!gloo_)
       throw std::invalid_argument("panama: a Gloo process group for the delegated collectives is needed");
-    runtime::Plan plan = runtime::load_plan(cfg.plan_path);  // PlanError names the key
-    if (plan.rank != static_cast<uint32_t>(rank) || plan.world_size != static_cast<uint32_t>(size)) {
-      throw std::invalid_argument("panama: the plan " + cfg.plan_path + " is for rank " +
-                                  std::to_string(plan.rank) + " of " + std::to_string(plan.world_size) +
-                                  ", but this process group is rank " + std::to_string(rank) + " of " +
-                                  std::to_string(size));
-    }
+    const runtime::Plan plan = load_checked_plan(cfg.plan_path, rank, size);
     // No result at all for this long means the job cannot finish: every chunk
     // would have used up its retry budget even at the largest RTO.
     silence_limit_ = std::chrono::milliseconds(
@@ -491,6 +498,14 @@ PYBIND11_MODULE(_panama_torch, m) {
       PyErr_SetString(PyExc_ValueError, (std::string("panama: bad plan: ") + e.what()).c_str());
     }
   });
+
+  m.def(
+      "check_plan",
+      [](const std::string& path, int rank, int size) {
+        panama::torch_backend::load_checked_plan(path, rank, size);
+      },
+      py::arg("plan"), py::arg("rank"), py::arg("size"),
+      "Raises ValueError when the plan file is malformed or not for this rank and size.");
 
   py::class_<ProcessGroupPanama, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupPanama>>(
       m, "ProcessGroupPanama")

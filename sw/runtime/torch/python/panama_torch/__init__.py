@@ -35,7 +35,7 @@ from typing import List, Optional
 import torch.distributed as dist
 from torch.distributed import PrefixStore, ProcessGroupGloo
 
-from ._panama_torch import ProcessGroupPanama
+from ._panama_torch import ProcessGroupPanama, check_plan
 
 __all__ = ["Options", "ProcessGroupPanama", "stats", "resolve_options"]
 
@@ -106,6 +106,7 @@ def _create(backend_opts, pg_options):
         raise TypeError(f"panama: pg_options must be panama_torch.Options, not {type(pg_options).__name__}")
     o = resolve_options(pg_options)
     rank, size = backend_opts.group_rank, backend_opts.group_size
+    check_plan(o.plan, rank, size)  # before Gloo, which would wait for ranks that may not exist
     timeout = backend_opts.timeout
     if not isinstance(timeout, timedelta):
         timeout = timedelta(seconds=float(timeout))
