@@ -344,6 +344,25 @@ class ProcessGroupPanama : public c10d::ProcessGroup {
 
   std::string device_name() const { return device_; }
 
+  // The same allreduce straight through the C++ Communicator (blocking; no
+  // Work, no completion thread): what scripts/bench-torch.sh compares the
+  // backend against. Only while no backend allreduce is in flight.
+  void allreduce_direct(at::Tensor t) {
+    if (!t.device().is_cpu() || t.scalar_type() != at::kFloat || !t.is_contiguous()) {
+      throw std::invalid_argument("panama: allreduce_direct needs a contiguous float32 CPU tensor");
+    }
+    runtime::Communicator* comm = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!comm_)
+        throw std::runtime_error(failure_.empty() ? "panama: the process group was shut down" : failure_);
+      if (!pending_.empty())
+        throw std::runtime_error("panama: allreduce_direct while backend allreduces are in flight");
+      comm = comm_.get();
+    }
+    comm->allreduce(t.data_ptr<float>(), static_cast<size_t>(t.numel()));
+  }
+
   // Fails what is in flight ("the process group was shut down") and stops the
   // completion thread. Idempotent.
   void shutdown() {
@@ -517,6 +536,8 @@ PYBIND11_MODULE(_panama_torch, m) {
            py::arg("rank"), py::arg("size"), py::arg("gloo"), py::arg("plan"), py::arg("eal_args"),
            py::arg("device") = "", py::arg("link_wait_ms") = 10000, py::call_guard<py::gil_scoped_release>())
       .def("stats", &ProcessGroupPanama::stats)
+      .def("_allreduce_direct", &ProcessGroupPanama::allreduce_direct, py::arg("tensor"),
+           py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("device", &ProcessGroupPanama::device_name)
       .def("shutdown", &ProcessGroupPanama::shutdown, py::call_guard<py::gil_scoped_release>());
 }
