@@ -1,10 +1,15 @@
-"""A PSwitch dies mid-training (per rank, under panama-torchrun --retry-budget).
+"""The PSwitch stops mid-training (per rank, under panama-torchrun --retry-budget).
 
-Rank 0 kills the PSwitch (SIGKILL, by the pid panama-torchrun exports in
+Rank 0 stops the PSwitch (by the pid panama-torchrun exports in
 PANAMA_PSWITCH_PIDS) between two steps, while every rank waits at a barrier
 (the barrier runs on Gloo, which does not need the PSwitch). The next
 allreduce of every rank must fail: wait() raises a RuntimeError that says the
 retry budget ran out, instead of hanging; a later allreduce fails too.
+
+The PSwitch is frozen with SIGSTOP: it stops forwarding and its memif links
+stay connected. With SIGKILL (PANAMA_TEST_PSWITCH_SIGNAL=KILL) the ranks see
+the same errors, but DPDK's memif PMD can crash a rank inside tx_burst while
+it handles the peer's disconnect (docs/pytorch.md, "Limits").
 """
 
 import os
@@ -29,8 +34,9 @@ for step in range(KILL_STEP + 5):
     if step == KILL_STEP:
         dist.barrier()
         if rank == 0:
-            os.kill(int(next(iter(pids.values()))), signal.SIGKILL)
-            print(f"killed PSwitch {pids} before step {step}", flush=True)
+            sig = getattr(signal, "SIG" + os.environ.get("PANAMA_TEST_PSWITCH_SIGNAL", "STOP"))
+            os.kill(int(next(iter(pids.values()))), sig)
+            print(f"sent {sig.name} to PSwitch {pids} before step {step}", flush=True)
         dist.barrier()
     grad = torch.full((50000,), float(rank + 1))
     work = dist.all_reduce(grad, async_op=True)

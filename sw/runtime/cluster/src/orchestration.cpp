@@ -307,7 +307,10 @@ void NodeSet::stop(bool switches, double grace_s) {
     kill(n.pid, sig);
   };
   for (Node& n : nodes_) {
-    if (!n.exited && n.is_switch == switches) signal_node(n, SIGTERM);
+    if (!n.exited && n.is_switch == switches) {
+      signal_node(n, SIGTERM);
+      signal_node(n, SIGCONT);  // a stopped process handles SIGTERM only once continued
+    }
   }
   const auto deadline = Clock::now() + std::chrono::duration<double>(grace_s);
   for (;;) {
