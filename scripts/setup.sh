@@ -20,7 +20,7 @@ PACKAGES=(
   # cluster-scale network simulation (ns-3; its CMake/pkg-config files need gsl and sqlite3)
   libns3-dev libgsl-dev libsqlite3-dev
   # framework integration (PyTorch c10d backend) and plots
-  python3-torch libtorch-dev python3-numpy python3-matplotlib
+  python3-torch libtorch-dev pybind11-dev python3-numpy python3-matplotlib
   # fuzzing and sanitizers (libFuzzer, ASan, UBSan)
   clang-14 libclang-rt-14-dev
 )

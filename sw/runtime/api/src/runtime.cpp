@@ -223,6 +223,14 @@ PortCounters Runtime::port_counters(const std::string& device) const {
   throw RuntimeError("no port \"" + device + "\" open in this runtime");
 }
 
+bool Runtime::link_up(const std::string& device) const {
+  std::lock_guard<std::mutex> lk(shared_->mu);
+  for (const auto& p : shared_->ports) {
+    if (p->port->name() == device || p->requested_name == device) return p->port->link_up();
+  }
+  throw RuntimeError("no port \"" + device + "\" open in this runtime");
+}
+
 std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std::string& device) {
   validate_plan(plan);
   const std::string dev = device.empty() ? plan.device : device;

@@ -132,6 +132,8 @@ class Runtime {
   std::shared_ptr<DpdkEal> eal() const;
   RuntimeCounters counters() const;
   PortCounters port_counters(const std::string& device) const;
+  // Whether the link of an open port is up now (RuntimeError if not open).
+  bool link_up(const std::string& device) const;
 
  private:
   explicit Runtime(std::shared_ptr<detail::Shared> s) : shared_(std::move(s)) {}

@@ -30,6 +30,8 @@ struct ClusterOptions {
   // Retransmission timeout floor: processes share two cores here, so a
   // scheduling gap of a few ms is not a loss.
   uint32_t rto_min_us = 10000;
+  // Retransmissions of one chunk before an allreduce fails (0: the runtime's default).
+  uint32_t retry_budget = 0;
   std::string shares = "equal";   // or "weighted" (job j gets weight j+1)
   std::string run_dir;            // empty: a fresh /tmp/panama-cluster-XXXXXX
   bool keep = false;              // keep run_dir (configs, plans, logs, stats)

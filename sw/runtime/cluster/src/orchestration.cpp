@@ -1,0 +1,432 @@
+// The steps of a virtual-cluster run (plan, bring-up of the PSwitches, start
+// of the nodes, supervision, collection, tear-down), used by panama-cluster
+// and panama-torchrun.
+#include "panama/cluster/orchestration.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "panama/pswitch/pswitch_process.hpp"
+
+namespace panama::cluster {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::atomic<int> g_signal{0};
+void on_signal(int sig) {
+  g_signal.store(sig);
+}
+
+struct sigaction g_old_int {};
+struct sigaction g_old_term {};
+
+// Reads what is available on `fd` into `buffer` and hands out complete lines.
+void drain(Node& node, int fd, std::string& buffer, bool is_stderr, const LineHandler& on_line) {
+  if (fd < 0) return;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    buffer.append(buf, static_cast<size_t>(n));
+  }
+  size_t nl;
+  while ((nl = buffer.find('\n')) != std::string::npos) {
+    const std::string line = buffer.substr(0, nl);
+    buffer.erase(0, nl + 1);
+    if (on_line) on_line(node, line, is_stderr);
+  }
+}
+
+// Waits until PSwitch `ready` has written its first counters file, which it
+// does once every port has started. (A memif server socket exists earlier, at
+// device probe; a client that connects before the server port is started is
+// turned away and does not retry.)
+void wait_until_ready(const Node& ready, const std::string& stats_path, std::vector<Node>& nodes) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!std::filesystem::exists(stats_path)) {
+    for (Node& c : nodes) {
+      if (!c.exited && waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.exited = true;
+        throw std::runtime_error("PSwitch " + c.name + " exited during start-up:\n" + tail_of(c.log_path));
+      }
+    }
+    if (g_signal.load() != 0) throw std::runtime_error("interrupted during start-up");
+    if (Clock::now() > deadline)
+      throw std::runtime_error("timed out waiting for PSwitch " + ready.name + " to start");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::atomic<bool> g_pswitch_stop{false};
+void on_pswitch_term(int) {
+  g_pswitch_stop.store(true);
+}
+
+const char* arg_after(int argc, char** argv, const char* flag) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ 1. plan
+
+PlannedRun plan_run(const ClusterOptions& opt) {
+  json cluster_desc;
+  const uint32_t hosts = opt.workers * opt.jobs;
+  if (opt.topology == "single") {
+    cluster_desc = controller::single_switch_cluster(hosts, opt.link_gbps);
+  } else if (opt.topology == "two-tier") {
+    cluster_desc = controller::two_tier_cluster(hosts, opt.leaves, opt.spines, opt.link_gbps);
+  } else {
+    throw SetupError("--topology must be single or two-tier");
+  }
+  cluster_desc["packet_memory"] = opt.packet_memory;
+  cluster_desc["port_defaults"] = {{"queue_bytes", opt.queue_bytes},
+                                   {"ecn_k_bytes", opt.ecn_k_bytes},
+                                   {"loss", opt.loss},
+                                   {"dup", opt.dup},
+                                   {"reorder", opt.reorder},
+                                   {"seed", opt.seed}};
+  json congestion = {{"rto_min_us", opt.rto_min_us}, {"rto_initial_us", std::max(opt.rto_min_us, 5000u)}};
+  if (opt.retry_budget > 0) congestion["retry_budget"] = opt.retry_budget;
+  json jobs_desc = {{"jobs", json::array()},
+                    {"elems_per_packet", opt.elems_per_packet},
+                    {"shares", opt.shares},
+                    {"congestion", congestion}};
+  for (uint32_t j = 0; j < opt.jobs; ++j) {
+    json ws = json::array();
+    // Interleave jobs over hosts so that on two tiers every job spans the leaves.
+    for (uint32_t w = 0; w < opt.workers; ++w) ws.push_back("w" + std::to_string(w * opt.jobs + j));
+    jobs_desc["jobs"].push_back({{"id", j + 1}, {"workers", ws}, {"trees", opt.trees}, {"weight", j + 1}});
+  }
+
+  PlannedRun run;
+  run.run_dir = opt.run_dir;
+  if (run.run_dir.empty()) {
+    char tmpl[] = "/tmp/panama-cluster-XXXXXX";
+    if (!mkdtemp(tmpl))
+      throw std::runtime_error(std::string("cannot create a run directory: ") + std::strerror(errno));
+    run.run_dir = tmpl;
+    run.own_run_dir = true;
+  }
+  try {
+    controller::ClusterDesc cd = controller::parse_cluster(cluster_desc);
+    cd.run_dir = run.run_dir;
+    run.dep = controller::plan_deployment(cd, controller::parse_jobs(jobs_desc));
+    controller::write_deployment(run.dep, run.run_dir);
+  } catch (const std::exception& e) {
+    if (run.own_run_dir) std::filesystem::remove_all(run.run_dir);
+    throw SetupError(std::string("invalid set-up: ") + e.what());
+  }
+  return run;
+}
+
+// ------------------------------------------------------------- processes
+
+NodeSet::NodeSet(std::string run_dir) : run_dir_(std::move(run_dir)) {
+  g_signal.store(0);
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+}
+
+NodeSet::~NodeSet() {
+  tear_down();
+}
+
+std::string NodeSet::dpdk_prefix(const std::string& name) const {
+  return "pnm" + std::to_string(getpid()) + "-" + name;
+}
+
+Node& NodeSet::start(const NodeSpec& spec) {
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (spec.capture_stdout && pipe(out) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (spec.capture_stderr && pipe(err) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  Node n;
+  n.name = spec.name;
+  n.log_path = run_dir_ + "/" + spec.name + ".log";
+  n.dpdk_prefix = spec.dpdk_prefix;
+  n.own_process_group = spec.own_process_group;
+  // Everything the child needs is prepared before fork (no allocation after it).
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+  for (const std::string& kv : spec.env) {
+    const std::string key = kv.substr(0, kv.find('=') + 1);
+    env_store.erase(std::remove_if(env_store.begin(), env_store.end(),
+                                   [&](const std::string& s) { return s.rfind(key, 0) == 0; }),
+                    env_store.end());
+    env_store.push_back(kv);
+  }
+  std::vector<char*> envp, argv;
+  for (std::string& s : env_store) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  argv.push_back(const_cast<char*>(spec.exe.c_str()));
+  for (const std::string& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Die with the parent, whatever kills it.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    if (spec.own_process_group) setpgid(0, 0);
+    const int log = open(n.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (spec.capture_stdout) {
+      dup2(out[1], STDOUT_FILENO);
+    } else if (log >= 0) {
+      dup2(log, STDOUT_FILENO);
+    }
+    if (spec.capture_stderr) {
+      dup2(err[1], STDERR_FILENO);
+    } else if (log >= 0) {
+      dup2(log, STDERR_FILENO);
+    }
+    for (int fd : {out[0], out[1], err[0], err[1], log}) {
+      if (fd > STDERR_FILENO) close(fd);
+    }
+    // The parent handles SIGINT/SIGTERM; the child starts with the defaults.
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    execvpe(spec.exe.c_str(), argv.data(), envp.data());
+    std::fprintf(stderr, "exec %s: %s\n", spec.exe.c_str(), std::strerror(errno));
+    _exit(127);
+  }
+  if (spec.own_process_group) setpgid(pid, pid);  // also here: no race with the first kill()
+  n.pid = pid;
+  if (spec.capture_stdout) {
+    close(out[1]);
+    fcntl(out[0], F_SETFL, O_NONBLOCK);
+    n.out_fd = out[0];
+  }
+  if (spec.capture_stderr) {
+    close(err[1]);
+    fcntl(err[0], F_SETFL, O_NONBLOCK);
+    n.err_fd = err[0];
+  }
+  nodes_.push_back(std::move(n));
+  return nodes_.back();
+}
+
+void NodeSet::start_switches(const controller::Deployment& dep, const std::string& pswitch_exe) {
+  // memif clients fail to start when their server's socket is missing, so
+  // servers first: spines, then leaves (clients of spines, servers of hosts).
+  std::vector<const controller::SwitchOutput*> order;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& s : dep.switches) {
+      bool has_uplink = false;
+      for (const auto& p : s.settings.ports) has_uplink = has_uplink || p.uplink;
+      if (has_uplink == (pass == 1)) order.push_back(&s);
+    }
+  }
+  for (const controller::SwitchOutput* s : order) {
+    const std::string name = s->node.node;
+    const std::string stats = run_dir_ + "/" + name + ".stats.json";
+    NodeSpec spec;
+    spec.name = name;
+    spec.exe = pswitch_exe;
+    spec.dpdk_prefix = dpdk_prefix(name);
+    spec.args = {"--internal-pswitch", run_dir_ + "/" + name + ".json",
+                 "--internal-stats",   stats,
+                 "--internal-prefix",  spec.dpdk_prefix};
+    Node& n = start(spec);
+    n.is_switch = true;
+    wait_until_ready(n, stats, nodes_);
+  }
+}
+
+void NodeSet::poll(int timeout_ms, const LineHandler& on_line) {
+  std::vector<pollfd> pfds;
+  for (const Node& n : nodes_) {
+    if (n.out_fd >= 0) pfds.push_back(pollfd{n.out_fd, POLLIN, 0});
+    if (n.err_fd >= 0) pfds.push_back(pollfd{n.err_fd, POLLIN, 0});
+  }
+  ::poll(pfds.data(), pfds.size(), timeout_ms);
+  for (Node& n : nodes_) {
+    drain(n, n.out_fd, n.out_buffer, false, on_line);
+    drain(n, n.err_fd, n.err_buffer, true, on_line);
+    if (!n.exited && waitpid(n.pid, &n.status, WNOHANG) == n.pid) {
+      n.exited = true;
+      drain(n, n.out_fd, n.out_buffer, false, on_line);
+      drain(n, n.err_fd, n.err_buffer, true, on_line);
+      // A last line without a newline.
+      if (on_line && !n.out_buffer.empty()) on_line(n, n.out_buffer, false);
+      if (on_line && !n.err_buffer.empty()) on_line(n, n.err_buffer, true);
+      n.out_buffer.clear();
+      n.err_buffer.clear();
+    }
+  }
+}
+
+bool NodeSet::signalled() const {
+  return g_signal.load() != 0;
+}
+
+const Node* NodeSet::exited_switch() const {
+  for (const Node& n : nodes_) {
+    if (n.is_switch && n.exited) return &n;
+  }
+  return nullptr;
+}
+
+bool NodeSet::non_switch_running() const {
+  for (const Node& n : nodes_) {
+    if (!n.is_switch && !n.exited) return true;
+  }
+  return false;
+}
+
+void NodeSet::stop(bool switches, double grace_s) {
+  auto signal_node = [](const Node& n, int sig) {
+    if (n.own_process_group) kill(-n.pid, sig);
+    kill(n.pid, sig);
+  };
+  for (Node& n : nodes_) {
+    if (!n.exited && n.is_switch == switches) {
+      signal_node(n, SIGTERM);
+      signal_node(n, SIGCONT);  // a stopped process handles SIGTERM only once continued
+    }
+  }
+  const auto deadline = Clock::now() + std::chrono::duration<double>(grace_s);
+  for (;;) {
+    bool left = false;
+    for (Node& n : nodes_) {
+      if (n.exited || n.is_switch != switches) continue;
+      if (waitpid(n.pid, &n.status, WNOHANG) == n.pid) {
+        n.exited = true;
+      } else {
+        left = true;
+      }
+    }
+    if (!left) break;
+    if (Clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (Node& n : nodes_) {
+    if (n.is_switch != switches) continue;
+    if (!n.exited) {
+      signal_node(n, SIGKILL);
+      waitpid(n.pid, &n.status, 0);
+      n.exited = true;
+    } else if (n.own_process_group) {
+      kill(-n.pid, SIGKILL);  // whatever the command left behind in its group
+    }
+  }
+}
+
+void NodeSet::stop_non_switches(double grace_s) {
+  stop(false, grace_s);
+}
+
+void NodeSet::tear_down(double worker_grace_s, double switch_grace_s) {
+  if (torn_down_) return;
+  torn_down_ = true;
+  stop(false, worker_grace_s);
+  stop(true, switch_grace_s);  // PSwitches write their final counters on SIGTERM
+  for (Node& n : nodes_) {
+    if (n.out_fd >= 0) close(n.out_fd);
+    if (n.err_fd >= 0) close(n.err_fd);
+    n.out_fd = n.err_fd = -1;
+    if (!n.dpdk_prefix.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all("/var/run/dpdk/" + n.dpdk_prefix, ec);
+    }
+  }
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+// --------------------------------------------------------------- 5. collect
+
+std::vector<json> collect_switch_counters(const PlannedRun& run) {
+  std::vector<json> out;
+  for (const auto& s : run.dep.switches) {
+    const std::string path = run.run_dir + "/" + s.node.node + ".stats.json";
+    std::ifstream f(path);
+    if (!f) continue;
+    try {
+      out.push_back(json::parse(f));
+    } catch (const json::exception&) {
+      out.push_back({{"node", s.node.node}, {"error", "unreadable counters file " + path}});
+    }
+  }
+  return out;
+}
+
+void finish_run_dir(const PlannedRun& run, bool remove, const char* tool) {
+  if (remove && run.own_run_dir) {
+    std::filesystem::remove_all(run.run_dir);
+  } else {
+    std::fprintf(stderr, "%s: configs, plans, logs and counters kept in %s\n", tool, run.run_dir.c_str());
+  }
+}
+
+std::string tail_of(const std::string& path, size_t max_bytes) {
+  std::ifstream f(path);
+  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return s.size() > max_bytes ? "..." + s.substr(s.size() - max_bytes) : s;
+}
+
+std::string human_bytes(double b) {
+  char s[32];
+  if (b >= 1 << 30) {
+    std::snprintf(s, sizeof s, "%.2f GiB", b / (1 << 30));
+  } else if (b >= 1 << 20) {
+    std::snprintf(s, sizeof s, "%.2f MiB", b / (1 << 20));
+  } else if (b >= 1 << 10) {
+    std::snprintf(s, sizeof s, "%.2f KiB", b / (1 << 10));
+  } else {
+    std::snprintf(s, sizeof s, "%.0f B", b);
+  }
+  return s;
+}
+
+bool is_pswitch_child(int argc, char** argv) {
+  return argc >= 3 && std::strcmp(argv[1], "--internal-pswitch") == 0;
+}
+
+int run_pswitch_child(int argc, char** argv) {
+  std::signal(SIGINT, SIG_IGN);  // the parent sends SIGTERM when it is time
+  std::signal(SIGTERM, on_pswitch_term);
+  pswitch::PswitchProcessOptions o;
+  o.config_path = argv[2];
+  if (const char* s = arg_after(argc, argv, "--internal-stats")) o.stats_path = s;
+  o.extra_eal = {"--log-level=*:error"};
+  if (const char* p = arg_after(argc, argv, "--internal-prefix")) o.file_prefix = p;
+  return pswitch::run_pswitch_process(o, g_pswitch_stop);
+}
+
+std::string self_exe() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  buf[n] = 0;
+  return buf;
+}
+
+}  // namespace panama::cluster
