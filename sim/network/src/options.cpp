@@ -106,7 +106,8 @@ void validate(const Options& o) {
   for (size_t i = 0; i < o.flows.size(); ++i) {
     const ManualFlow& f = o.flows[i];
     const std::string w = "--flow #" + std::to_string(i + 1) + ": ";
-    if (f.src >= o.hosts() || f.dst >= o.hosts()) fail(w + "host index outside 0.." + std::to_string(o.hosts() - 1));
+    if (f.src >= o.hosts() || f.dst >= o.hosts())
+      fail(w + "host index outside 0.." + std::to_string(o.hosts() - 1));
     if (f.src == f.dst) fail(w + "source and destination are the same host");
     if (f.bytes < 1) fail(w + "at least 1 byte");
     if (!(f.start_us >= 0)) fail(w + "start time must be >= 0");
@@ -154,18 +155,21 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--elems-per-packet", o.elems_per_packet, "fp32 elements per PANAMA packet")
       ->capture_default_str();
   app.add_option("--scheme", scheme, "panama | single-tree | fixed-window | ring")->capture_default_str();
-  app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")->capture_default_str();
+  app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
+      ->capture_default_str();
   app.add_option("--jobs", o.jobs, "data-parallel training jobs")->capture_default_str();
   app.add_option("--workers-per-job", o.workers_per_job, "workers of each job (one per host)")
       ->capture_default_str();
-  app.add_option("--models", models, "comma-separated models, job j trains model j mod count "
-                                     "(resnet50, vgg16, bert-large; default resnet50)");
+  app.add_option("--models", models,
+                 "comma-separated models, job j trains model j mod count "
+                 "(resnet50, vgg16, bert-large; default resnet50)");
   app.add_option("--scale", o.scale, "factor on gradient sizes and compute times")->capture_default_str();
   app.add_option("--iterations", o.iterations, "training iterations per job")->capture_default_str();
   app.add_option("--ring-segment-kb", o.ring_segment_kb, "ring allreduce pipelining segment")
       ->capture_default_str();
   app.add_flag("!--no-verify", o.verify, "skip the bit-exact check of PANAMA allreduce results");
-  app.add_option("--load", o.load, "background load, fraction of host capacity [0, 1)")->capture_default_str();
+  app.add_option("--load", o.load, "background load, fraction of host capacity [0, 1)")
+      ->capture_default_str();
   app.add_option("--cdf", o.cdf_path, "flow-size CDF file (default: bundled web-search CDF)");
   app.add_option("--duration-ms", o.duration_ms, "background arrival window when there are no jobs")
       ->capture_default_str();
@@ -228,7 +232,8 @@ SizeCdf load_size_cdf(const std::string& path) {
     double b, p;
     if (!(ss >> b)) continue;  // blank or comment
     std::string rest;
-    if (!(ss >> p) || (ss >> rest)) fail(path + ":" + std::to_string(ln) + ": expected '<bytes> <probability>'");
+    if (!(ss >> p) || (ss >> rest))
+      fail(path + ":" + std::to_string(ln) + ": expected '<bytes> <probability>'");
     const std::string at = path + ":" + std::to_string(ln) + ": ";
     if (!(b >= 0) || !(p >= 0 && p <= 1)) fail(at + "size must be >= 0 and probability in [0, 1]");
     if (!c.bytes.empty() && (b <= c.bytes.back() || p < c.prob.back()))

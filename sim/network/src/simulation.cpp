@@ -49,9 +49,9 @@
 #include "ns3/traffic-control-helper.h"
 #include "ns3/uinteger.h"
 
+#include "panama/apply_config.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/controller/controller.hpp"
-#include "panama/apply_config.hpp"
 #include "panama/engine.hpp"
 #include "panama/engine_counters.hpp"
 #include "panama/pswitch/switch_core.hpp"
@@ -74,9 +74,9 @@ using SimEngine = Engine<64, 512, 23>;
 static_assert(SimEngine::kSlotCapacity >= 362, "a slot holds the largest packet of the simulation");
 
 constexpr uint16_t kPanamaPort = wire::kDefaultUdpPort;
-constexpr uint16_t kFlowPort = 5000;  // background flows
-constexpr uint16_t kRingPort = 6000;  // ring allreduce
-constexpr uint32_t kMss = 1448;       // TCP payload per segment (1500-byte MTU with timestamps)
+constexpr uint16_t kFlowPort = 5000;                // background flows
+constexpr uint16_t kRingPort = 6000;                // ring allreduce
+constexpr uint32_t kMss = 1448;                     // TCP payload per segment (1500-byte MTU with timestamps)
 constexpr uint32_t kTcpDataOverhead = 20 + 32 + 2;  // IPv4 + TCP with timestamps + PPP
 constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;      // SYN / SYN-ACK with options + PPP
 
@@ -458,7 +458,8 @@ bool EcmpRouting::RouteInput(Ptr<const ns3::Packet> p, const Ipv4Header& h, Ptr<
 void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Port& pb) {
   ns3::PointToPointHelper p2p;
   p2p.SetDeviceAttribute("DataRate", ns3::DataRateValue(ns3::DataRate(static_cast<uint64_t>(gbps * 1e9))));
-  p2p.SetChannelAttribute("Delay", ns3::TimeValue(ns3::NanoSeconds(static_cast<int64_t>(o_.link_delay_us * 1e3))));
+  p2p.SetChannelAttribute("Delay",
+                          ns3::TimeValue(ns3::NanoSeconds(static_cast<int64_t>(o_.link_delay_us * 1e3))));
   p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", ns3::QueueSizeValue(ns3::QueueSize("1p")));
   ns3::NetDeviceContainer devs = p2p.Install(a, b);
   ns3::TrafficControlHelper tch;
@@ -544,7 +545,8 @@ void Sim::build_topology() {
     sw.ipv4 = sw.node->GetObject<ns3::Ipv4L3Protocol>();
     sw.port_of_if.assign(sw.ipv4->GetNInterfaces(), -1);
     for (uint32_t p = 0; p < sw.ports.size(); ++p) {
-      sw.port_of_if[static_cast<uint32_t>(sw.ipv4->GetInterfaceForDevice(sw.ports[p].dev))] = static_cast<int>(p);
+      sw.port_of_if[static_cast<uint32_t>(sw.ipv4->GetInterfaceForDevice(sw.ports[p].dev))] =
+          static_cast<int>(p);
     }
     auto info = std::make_unique<NodeInfo>();
     info->index = s;
@@ -602,9 +604,11 @@ void Sim::compute_routes() {
     for (uint32_t s = 0; s < switches_.size(); ++s) {
       const uint32_t u = nh + s;
       for (auto [v, ifi] : adj[u]) {
-        if (dist[v] >= 0 && dist[v] == dist[u] - 1 && (v >= nh || v == h)) infos_[u]->next_if[h].push_back(ifi);
+        if (dist[v] >= 0 && dist[v] == dist[u] - 1 && (v >= nh || v == h))
+          infos_[u]->next_if[h].push_back(ifi);
       }
-      if (infos_[u]->next_if[h].empty()) throw std::runtime_error("internal: no route from " + switches_[s].name);
+      if (infos_[u]->next_if[h].empty())
+        throw std::runtime_error("internal: no route from " + switches_[s].name);
     }
   }
 }
@@ -783,20 +787,21 @@ void Sim::on_panama(const NodeInfo& info, Ptr<const ns3::Packet> p, const Ipv4He
   const uint64_t start = std::max(now, ps.busy_until_ns);
   ps.busy_until_ns = start + service;
   ps.max_backlog_bytes = std::max<uint64_t>(
-      ps.max_backlog_bytes, static_cast<uint64_t>(static_cast<double>(ps.busy_until_ns - now) * o_.engine_gbps / 8));
+      ps.max_backlog_bytes,
+      static_cast<uint64_t>(static_cast<double>(ps.busy_until_ns - now) * o_.engine_gbps / 8));
   const uint64_t at = ps.busy_until_ns + static_cast<uint64_t>(o_.engine_latency_us * 1e3);
   const uint32_t s = info.index;
   const uint32_t in_port = static_cast<uint32_t>(port);
-  ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(at - now)),
-                           [this, s, in_port, frame = std::move(f)]() { accelerator_done(s, in_port, frame); });
+  ns3::Simulator::Schedule(
+      ns3::NanoSeconds(static_cast<int64_t>(at - now)),
+      [this, s, in_port, frame = std::move(f)]() { accelerator_done(s, in_port, frame); });
 }
 
 void Sim::accelerator_done(uint32_t s, uint32_t in_port, const std::vector<uint8_t>& frame) {
   SwitchNode& sw = switches_[s];
-  sw.psw->core->on_frame(in_port, frame.data(), static_cast<uint32_t>(frame.size()),
-                         [&](uint32_t port, const uint8_t* d, uint32_t n) {
-                           send_frame(sw.ipv4, sw.ports[port].dev, d, n);
-                         });
+  sw.psw->core->on_frame(
+      in_port, frame.data(), static_cast<uint32_t>(frame.size()),
+      [&](uint32_t port, const uint8_t* d, uint32_t n) { send_frame(sw.ipv4, sw.ports[port].dev, d, n); });
 }
 
 // ------------------------------------------------------------------ training
@@ -835,7 +840,8 @@ void Sim::compute_done(uint32_t wi) {
     return;
   }
   cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
-  w.op = w.core->start(w.data.data(), job.elems, static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()));
+  w.op =
+      w.core->start(w.data.data(), job.elems, static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()));
   pump(w);
 }
 
@@ -893,7 +899,8 @@ void Sim::finish_iteration(Worker& w) {
   ++w.iteration;
   if (w.iteration < o_.iterations) {
     const uint32_t wi = job.workers[w.rank];
-    ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.compute_ns)), [this, wi]() { compute_done(wi); });
+    ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.compute_ns)),
+                             [this, wi]() { compute_done(wi); });
     return;
   }
   w.done = true;
@@ -902,8 +909,8 @@ void Sim::finish_iteration(Worker& w) {
     ++jobs_done_;
     if (first_job_end_ns_ < 0) first_job_end_ns_ = now;
     if (o_.progress) {
-      std::fprintf(stderr, "[netsim] job %u (%s) finished %u iterations at %.3f ms\n", job.id, job.model.c_str(),
-                   o_.iterations, now / 1e6);
+      std::fprintf(stderr, "[netsim] job %u (%s) finished %u iterations at %.3f ms\n", job.id,
+                   job.model.c_str(), o_.iterations, now / 1e6);
     }
     check_done();
   }
@@ -1068,8 +1075,8 @@ void Sim::flow_done(BgFlow& f) {
 void Sim::check_done() {
   if (finished_) return;
   const bool jobs_finished = jobs_done_ == o_.jobs;
-  const bool arrivals_over = o_.jobs > 0 || ns3::Simulator::Now().GetSeconds() * 1e3 >= o_.duration_ms ||
-                             o_.load == 0;
+  const bool arrivals_over =
+      o_.jobs > 0 || ns3::Simulator::Now().GetSeconds() * 1e3 >= o_.duration_ms || o_.load == 0;
   bool manual_pending = false;
   for (const ManualFlow& m : o_.flows) {
     if (m.start_us > ns3::Simulator::Now().GetSeconds() * 1e6) manual_pending = true;
@@ -1088,13 +1095,14 @@ void Sim::tick() {
     if (now - last_progress_ >= std::chrono::seconds(5)) {
       last_progress_ = now;
       const double wall = std::chrono::duration<double>(now - wall0_).count();
-      std::fprintf(stderr,
-                   "[netsim] sim %.2f ms | wall %.0f s | jobs done %u/%u | flows %llu started, %llu done, %llu "
-                   "measured pending | %.2f M events/s\n",
-                   ns3::Simulator::Now().GetSeconds() * 1e3, wall, jobs_done_, o_.jobs,
-                   static_cast<unsigned long long>(flows_started_), static_cast<unsigned long long>(flows_finished_),
-                   static_cast<unsigned long long>(pending_measured_),
-                   static_cast<double>(ns3::Simulator::GetEventCount()) / wall / 1e6);
+      std::fprintf(
+          stderr,
+          "[netsim] sim %.2f ms | wall %.0f s | jobs done %u/%u | flows %llu started, %llu done, %llu "
+          "measured pending | %.2f M events/s\n",
+          ns3::Simulator::Now().GetSeconds() * 1e3, wall, jobs_done_, o_.jobs,
+          static_cast<unsigned long long>(flows_started_), static_cast<unsigned long long>(flows_finished_),
+          static_cast<unsigned long long>(pending_measured_),
+          static_cast<double>(ns3::Simulator::GetEventCount()) / wall / 1e6);
     }
   }
   ns3::Simulator::Schedule(ns3::MicroSeconds(100), [this]() { tick(); });
@@ -1243,7 +1251,8 @@ RunResult Sim::report(double wall_s) {
     jj["compute_ms"] = static_cast<double>(job.compute_ns) / 1e6;
     jj["start_ms"] = job.start_ns / 1e6;
     uint32_t its = o_.iterations;
-    for (uint32_t wi : job.workers) its = std::min<uint32_t>(its, static_cast<uint32_t>(workers_[wi]->finish_ns.size()));
+    for (uint32_t wi : job.workers)
+      its = std::min<uint32_t>(its, static_cast<uint32_t>(workers_[wi]->finish_ns.size()));
     std::vector<std::pair<double, double>> iters;
     double prev = job.start_ns;
     std::vector<double> iter_ms;
@@ -1310,16 +1319,18 @@ RunResult Sim::report(double wall_s) {
         for (const controller::TreeInfo& ti : job.trees) {
           if (ti.tree == ts.tree_id) root = ti.root;
         }
-        trees.push_back({{"tree", ts.tree_id},
-                         {"root", root},
-                         {"cwnd_final", ts.cwnd},
-                         {"cwnd_cap", ts.cwnd_cap},
-                         {"ce_fraction", fresh ? static_cast<double>(ts.results_ce) / static_cast<double>(fresh) : 0.0},
-                         {"cwnd_reductions", ts.cwnd_reductions},
-                         {"retransmissions_all_workers", retrans}});
+        trees.push_back(
+            {{"tree", ts.tree_id},
+             {"root", root},
+             {"cwnd_final", ts.cwnd},
+             {"cwnd_cap", ts.cwnd_cap},
+             {"ce_fraction", fresh ? static_cast<double>(ts.results_ce) / static_cast<double>(fresh) : 0.0},
+             {"cwnd_reductions", ts.cwnd_reductions},
+             {"retransmissions_all_workers", retrans}});
       }
     }
-    jj["bit_exact"] = o_.scheme == Scheme::kRing ? nlohmann::json(nullptr) : nlohmann::json(mism == 0 && o_.verify);
+    jj["bit_exact"] =
+        o_.scheme == Scheme::kRing ? nlohmann::json(nullptr) : nlohmann::json(mism == 0 && o_.verify);
     jj["mismatches"] = mism;
     jj["trees"] = trees;
     jj["workers"] = ws;
@@ -1340,14 +1351,16 @@ RunResult Sim::report(double wall_s) {
       marks += st.nTotalMarkedPackets;
       std::vector<double> q(p.samples.begin(), p.samples.end());
       qsamples.insert(qsamples.end(), q.begin(), q.end());
-      links.push_back({{"from", sw.name},
-                       {"to", p.peer},
-                       {"bytes", st.nTotalDequeuedBytes},
-                       {"utilisation", sim_ns > 0 ? static_cast<double>(st.nTotalDequeuedBytes) * 8 / (p.gbps * sim_ns) : 0.0},
-                       {"ce_marked", st.nTotalMarkedPackets},
-                       {"drops", st.nTotalDroppedPackets},
-                       {"queue_p99_bytes", percentile(q, 99)},
-                       {"queue_max_bytes", p.queue->max_seen()}});
+      links.push_back(
+          {{"from", sw.name},
+           {"to", p.peer},
+           {"bytes", st.nTotalDequeuedBytes},
+           {"utilisation",
+            sim_ns > 0 ? static_cast<double>(st.nTotalDequeuedBytes) * 8 / (p.gbps * sim_ns) : 0.0},
+           {"ce_marked", st.nTotalMarkedPackets},
+           {"drops", st.nTotalDroppedPackets},
+           {"queue_p99_bytes", percentile(q, 99)},
+           {"queue_max_bytes", p.queue->max_seen()}});
     }
   }
   for (const HostNode& h : hosts_) {
@@ -1360,7 +1373,10 @@ RunResult Sim::report(double wall_s) {
                  {"host_tx_bytes", host_tx},
                  {"drops", drops},
                  {"ce_marked", marks},
-                 {"queue_bytes", {{"p50", percentile(qsamples, 50)}, {"p99", percentile(qsamples, 99)}, {"max", percentile(qsamples, 100)}}},
+                 {"queue_bytes",
+                  {{"p50", percentile(qsamples, 50)},
+                   {"p99", percentile(qsamples, 99)},
+                   {"max", percentile(qsamples, 100)}}},
                  {"links", links}};
 
   // ---- PSwitches
@@ -1439,9 +1455,9 @@ void write_outputs(const Options& o, const RunResult& r) {
     std::ofstream f(o.out_dir + "/flows.csv");
     f << "id,src,dst,bytes,start_us,fct_us,ideal_us,slowdown,measured,manual\n";
     for (const FlowRecord& x : r.flows) {
-      f << x.id << ',' << x.src << ',' << x.dst << ',' << x.bytes << ',' << x.start_us << ',' << x.fct_us << ','
-        << x.ideal_us << ',' << (x.fct_us >= 0 ? x.fct_us / x.ideal_us : -1.0) << ',' << x.measured << ','
-        << x.manual << "\n";
+      f << x.id << ',' << x.src << ',' << x.dst << ',' << x.bytes << ',' << x.start_us << ',' << x.fct_us
+        << ',' << x.ideal_us << ',' << (x.fct_us >= 0 ? x.fct_us / x.ideal_us : -1.0) << ',' << x.measured
+        << ',' << x.manual << "\n";
     }
     if (!f) throw std::runtime_error("cannot write " + o.out_dir + "/flows.csv");
   }

@@ -49,8 +49,8 @@ struct Options {
   uint32_t racks = 4;
   uint32_t hosts_per_rack = 4;
   uint32_t spines = 2;
-  double host_gbps = 10.0;    // host <-> leaf links
-  double fabric_gbps = 10.0;  // leaf <-> spine links
+  double host_gbps = 10.0;     // host <-> leaf links
+  double fabric_gbps = 10.0;   // leaf <-> spine links
   double link_delay_us = 1.0;  // propagation delay of every link
   // ---- switch output queues (every port, hosts' NICs too)
   uint32_t buffer_kb = 1024;  // per-port buffer; tail drop beyond (unless lossless)
@@ -69,16 +69,16 @@ struct Options {
   std::vector<std::string> models = {"resnet50"};  // job j trains models[j % size]
   double scale = 0.005;  // gradient bytes and compute time are both multiplied by this
   uint32_t iterations = 3;
-  bool verify = true;                // check every PANAMA allreduce bit for bit
-  uint32_t ring_segment_kb = 64;     // ring pipelining granularity
+  bool verify = true;             // check every PANAMA allreduce bit for bit
+  uint32_t ring_segment_kb = 64;  // ring pipelining granularity
   // ---- background traffic
-  double load = 0.0;      // offered load of background flows, fraction of the hosts' capacity
-  std::string cdf_path;   // flow-size CDF (empty: the bundled web-search distribution)
-  double duration_ms = 20;  // background arrivals window when there are no jobs
+  double load = 0.0;              // offered load of background flows, fraction of the hosts' capacity
+  std::string cdf_path;           // flow-size CDF (empty: the bundled web-search distribution)
+  double duration_ms = 20;        // background arrivals window when there are no jobs
   std::vector<ManualFlow> flows;  // explicit flows in addition to the Poisson ones
   // ---- run
   uint64_t seed = 1;
-  double max_time_ms = 10000;  // hard stop (simulated time)
+  double max_time_ms = 10000;   // hard stop (simulated time)
   double queue_sample_us = 10;  // queue-length sampling period (0: no sampling)
   std::string out_dir;          // where summary.json, flows.csv, iterations.csv go ("" = nowhere)
   bool progress = false;        // progress lines on stderr

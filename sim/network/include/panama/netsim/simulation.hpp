@@ -25,8 +25,8 @@ struct FlowRecord {
   uint32_t src = 0, dst = 0;  // host indices
   uint64_t bytes = 0;
   double start_us = 0;
-  double fct_us = -1;  // -1: did not finish
-  double ideal_us = 0;  // FCT alone on an empty network (ideal_fct_us)
+  double fct_us = -1;     // -1: did not finish
+  double ideal_us = 0;    // FCT alone on an empty network (ideal_fct_us)
   bool measured = false;  // started while every job was still training
   bool manual = false;    // given by --flow
 };
