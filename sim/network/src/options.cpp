@@ -100,7 +100,9 @@ void validate(const Options& o) {
   if (o.ring_segment_kb < 1) fail("--ring-segment-kb: at least 1");
   if (!(o.load >= 0 && o.load < 1)) fail("--load: must be in [0, 1)");
   if (o.load > 0 && o.racks < 2) fail("--load: background flows go between racks; needs at least 2 racks");
-  if (o.jobs == 0 && o.load > 0) positive(o.duration_ms, "--duration-ms");
+  if (!(o.duration_ms >= 0) || !std::isfinite(o.duration_ms)) fail("--duration-ms: must be >= 0");
+  if (o.jobs == 0 && o.load > 0 && o.duration_ms == 0)
+    fail("--duration-ms: background flows without jobs need a measurement window (> 0)");
   positive(o.max_time_ms, "--max-time-ms");
   if (!(o.queue_sample_us >= 0)) fail("--queue-sample-us: must be >= 0");
   for (size_t i = 0; i < o.flows.size(); ++i) {
@@ -171,7 +173,9 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--load", o.load, "background load, fraction of host capacity [0, 1)")
       ->capture_default_str();
   app.add_option("--cdf", o.cdf_path, "flow-size CDF file (default: bundled web-search CDF)");
-  app.add_option("--duration-ms", o.duration_ms, "background arrival window when there are no jobs")
+  app.add_option("--duration-ms", o.duration_ms,
+                 "measurement window: background arrivals, and no job iteration starts after it "
+                 "(0: until the first job completes --iterations)")
       ->capture_default_str();
   app.add_option("--flow", flows, "an extra flow <src>:<dst>:<bytes>[@<start us>] (host indices)");
   app.add_option("--seed", o.seed, "random seed (traffic, placement jitter, data)")->capture_default_str();

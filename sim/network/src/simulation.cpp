@@ -276,6 +276,10 @@ struct Job {
   std::vector<uint32_t> workers;  // indices into Sim::workers_, rank order
   uint32_t workers_done = 0;
   double end_ns = -1;
+  // Iterations the job runs: decided by the first worker to finish each
+  // iteration, so that all workers stop after the same one.
+  uint32_t planned = 0;
+  uint32_t decided_through = 0;  // iterations whose successor has been decided
   // ring geometry (bytes)
   uint64_t ring_chunk = 0, ring_total = 0, ring_seg = 0;
   std::map<uint32_t, std::pair<std::vector<float>, uint32_t>> reference;  // iteration -> (sum, checks left)
@@ -374,6 +378,11 @@ class Sim {
   void start_flow(uint32_t src, uint32_t dst, uint64_t bytes, bool manual);
   void flow_done(BgFlow& f);
 
+  // Inside the measurement window (--duration-ms, or until the first job ends).
+  bool in_window() const {
+    if (o_.duration_ms > 0) return ns3::Simulator::Now().GetNanoSeconds() < o_.duration_ms * 1e6;
+    return o_.jobs > 0 && first_job_end_ns_ < 0;
+  }
   void tick();
   void sample_queues();
   void check_done();
@@ -634,6 +643,7 @@ void Sim::plan_jobs() {
     job.compute_ns = static_cast<uint64_t>(m.compute_ms * 1e6 * o_.scale);
     // Jobs do not start in lock step: up to one compute time apart.
     job.start_ns = jitter(rng_) * static_cast<double>(job.compute_ns);
+    job.planned = o_.iterations;
     const uint64_t n = o_.workers_per_job;
     job.ring_chunk = (job.elems * 4 + n - 1) / n;
     job.ring_total = 2 * (n - 1) * job.ring_chunk;
@@ -897,7 +907,14 @@ void Sim::finish_iteration(Worker& w) {
   }
   w.finish_ns.push_back(now);
   ++w.iteration;
-  if (w.iteration < o_.iterations) {
+  if (w.iteration > job.decided_through) {
+    // First worker of the job through this iteration: is there another?
+    job.decided_through = w.iteration;
+    if (job.planned > w.iteration && o_.duration_ms > 0 && now >= o_.duration_ms * 1e6) {
+      job.planned = w.iteration;
+    }
+  }
+  if (w.iteration < job.planned) {
     const uint32_t wi = job.workers[w.rank];
     ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.compute_ns)),
                              [this, wi]() { compute_done(wi); });
@@ -977,9 +994,7 @@ void Sim::ring_fill_cb(Ptr<ns3::Socket> s, uint32_t) {
 // ------------------------------------------------------------------ background flows
 
 void Sim::next_arrival() {
-  const bool jobs_running = o_.jobs > 0 && jobs_done_ < o_.jobs;
-  const double now_ms = ns3::Simulator::Now().GetSeconds() * 1e3;
-  if (o_.jobs > 0 ? !jobs_running : now_ms >= o_.duration_ms) return;
+  if (!in_window()) return;
   const double lambda = o_.load * o_.hosts() * o_.host_gbps * 1e9 / (8 * cdf_.mean());  // flows per second
   std::exponential_distribution<double> gap(lambda);
   std::uniform_int_distribution<uint32_t> any(0, o_.hosts() - 1);
@@ -1004,7 +1019,7 @@ void Sim::start_flow(uint32_t src, uint32_t dst, uint64_t bytes, bool manual) {
   f->rec.start_us = ns3::Simulator::Now().GetSeconds() * 1e6;
   f->rec.ideal_us = ideal_fct_us(o_, bytes, hosts_[src].rack == hosts_[dst].rack);
   f->rec.manual = manual;
-  f->rec.measured = manual || o_.jobs == 0 || first_job_end_ns_ < 0;
+  f->rec.measured = manual || in_window();
   if (f->rec.measured) ++pending_measured_;
   ++flows_started_;
   f->tx = ns3::Socket::CreateSocket(hosts_[src].node, ns3::TcpSocketFactory::GetTypeId());
@@ -1075,8 +1090,7 @@ void Sim::flow_done(BgFlow& f) {
 void Sim::check_done() {
   if (finished_) return;
   const bool jobs_finished = jobs_done_ == o_.jobs;
-  const bool arrivals_over =
-      o_.jobs > 0 || ns3::Simulator::Now().GetSeconds() * 1e3 >= o_.duration_ms || o_.load == 0;
+  const bool arrivals_over = !in_window() || o_.load == 0;
   bool manual_pending = false;
   for (const ManualFlow& m : o_.flows) {
     if (m.start_us > ns3::Simulator::Now().GetSeconds() * 1e6) manual_pending = true;
@@ -1266,6 +1280,9 @@ RunResult Sim::report(double wall_s) {
     r.iterations.push_back(iters);
     jj["iterations_done"] = its;
     jj["iteration_ms"] = iter_ms;
+    double iter_sum = 0;
+    for (double m : iter_ms) iter_sum += m;
+    jj["iteration_mean_ms"] = iter_ms.empty() ? 0.0 : iter_sum / static_cast<double>(iter_ms.size());
     jj["finished"] = job.end_ns >= 0;
     jj["training_time_ms"] = job.end_ns >= 0 ? (job.end_ns - job.start_ns) / 1e6 : -1.0;
     double comm_ms = 0;

@@ -72,9 +72,12 @@ struct Options {
   bool verify = true;             // check every PANAMA allreduce bit for bit
   uint32_t ring_segment_kb = 64;  // ring pipelining granularity
   // ---- background traffic
-  double load = 0.0;              // offered load of background flows, fraction of the hosts' capacity
-  std::string cdf_path;           // flow-size CDF (empty: the bundled web-search distribution)
-  double duration_ms = 20;        // background arrivals window when there are no jobs
+  double load = 0.0;     // offered load of background flows, fraction of the hosts' capacity
+  std::string cdf_path;  // flow-size CDF (empty: the bundled web-search distribution)
+  // Measurement window: background flows arrive during it and jobs start no
+  // iteration after it. 0: until the first job completes --iterations
+  // (required > 0 when there are background flows but no jobs).
+  double duration_ms = 0;
   std::vector<ManualFlow> flows;  // explicit flows in addition to the Poisson ones
   // ---- run
   uint64_t seed = 1;
