@@ -56,7 +56,7 @@ done
 printf '%s\n' "${runs[@]}" | xargs -P "$PARALLEL" -L 1 bash -c '
   scheme=$0; load=$1; dir='"$OUT"'/${scheme}_load${load}
   t0=$(date +%s)
-  if '"$NETSIM"' '"${COMMON[*]}"' --scheme "$scheme" --load "$load" --out "$dir" > "$dir.log" 2>&1; then
+  if '"$NETSIM"' '"${COMMON[*]}"' --scheme "$scheme" --load "$load" --out "$dir" --progress > "$dir.log" 2>&1; then
     echo "  done: $scheme load $load in $(( $(date +%s) - t0 )) s"
   else
     echo "  FAILED: $scheme load $load (see $dir.log)"; exit 255
