@@ -242,6 +242,17 @@ TEST_CASE("a run is deterministic for a seed", "[network]") {
   const RunResult c = panama::netsim::run_simulation(o);
   const RunResult d = panama::netsim::run_simulation(o);
   CHECK(strip(c.summary) == strip(d.summary));
+  // The ring moved exactly 2(N-1) chunks of ceil(bytes / N) per iteration, each way.
+  REQUIRE(c.summary["finished"].get<bool>());
+  for (const auto& job : c.summary["jobs"]) {
+    const uint64_t n = o.workers_per_job;
+    const uint64_t chunk = (job["gradient_bytes"].get<uint64_t>() + n - 1) / n;
+    CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
+    for (const auto& w : job["workers"]) {
+      CHECK(w["ring_bytes_sent"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+      CHECK(w["ring_bytes_received"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+    }
+  }
   o.seed += 1;
   const RunResult e = panama::netsim::run_simulation(o);
   CHECK(strip(e.summary) != strip(d.summary));

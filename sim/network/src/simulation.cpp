@@ -408,6 +408,7 @@ class Sim {
   uint64_t pending_measured_ = 0;
   uint64_t flows_started_ = 0, flows_finished_ = 0;
   uint64_t ring_connect_failures_ = 0;
+  uint64_t flow_connect_failures_ = 0;
   uint64_t unknown_panama_frames_ = 0;
   bool finished_ = false;
   std::chrono::steady_clock::time_point wall0_, last_progress_;
@@ -1041,7 +1042,16 @@ void Sim::flow_connected(Ptr<ns3::Socket> s) {
   flow_fill(s, 0);
 }
 
-void Sim::flow_failed(Ptr<ns3::Socket>) {}
+// The connection could not be set up (SYN retries exhausted): the flow is
+// over, unfinished, and counted.
+void Sim::flow_failed(Ptr<ns3::Socket> s) {
+  BgFlow& f = *flows_[flow_by_socket_.at(ns3::PeekPointer(s))];
+  ++flow_connect_failures_;
+  if (f.rec.measured && f.rec.fct_us < 0) {
+    --pending_measured_;
+    check_done();
+  }
+}
 
 void Sim::flow_fill(Ptr<ns3::Socket> s, uint32_t) {
   BgFlow& f = *flows_[flow_by_socket_.at(ns3::PeekPointer(s))];
@@ -1424,6 +1434,7 @@ RunResult Sim::report(double wall_s) {
   j["engine_drops_total"] = engine_drops;
   j["unknown_panama_frames"] = unknown_panama_frames_;
   j["ring_connect_failures"] = ring_connect_failures_;
+  j["flow_connect_failures"] = flow_connect_failures_;
 
   const double events = static_cast<double>(ns3::Simulator::GetEventCount());
   j["performance"] = {{"events", events},
