@@ -929,7 +929,7 @@ void Sim::finish_iteration(Worker& w) {
     if (first_job_end_ns_ < 0) first_job_end_ns_ = now;
     if (o_.progress) {
       std::fprintf(stderr, "[netsim] job %u (%s) finished %u iterations at %.3f ms\n", job.id,
-                   job.model.c_str(), o_.iterations, now / 1e6);
+                   job.model.c_str(), w.iteration, now / 1e6);
     }
     check_done();
   }
