@@ -1,0 +1,111 @@
+// Options of the cluster-scale network simulation (panama-netsim) and their
+// validation, the model table of the training jobs, and the flow-size
+// distribution of the background traffic. No ns-3 here: the command line is
+// parsed and checked before any simulator object exists.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace panama::netsim {
+
+// A bad option or input file; the message names the option and the problem.
+class OptionError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// How the jobs' gradients are reduced.
+enum class Scheme {
+  kPanama,       // in-network aggregation over T trees, PANAMA congestion control
+  kSingleTree,   // in-network aggregation over one tree per job (no multi-tree load balancing)
+  kFixedWindow,  // in-network aggregation, window fixed at the engines' share (no congestion control)
+  kRing,         // host ring allreduce over DCTCP TCP, segmented and pipelined
+};
+Scheme parse_scheme(const std::string& name);  // throws OptionError
+const char* scheme_name(Scheme s);
+
+// One row of the model table: gradient bytes exchanged per iteration and
+// compute time per iteration on one GPU (approximate figures, docs/network-simulation.md).
+struct ModelSpec {
+  std::string name;
+  double gradient_mb;  // fp32 gradients, 1e6 bytes
+  double compute_ms;
+};
+const std::vector<ModelSpec>& model_table();
+const ModelSpec& find_model(const std::string& name);  // throws OptionError listing the names
+
+// A background flow given explicitly (tests, --flow): host indices, bytes, start time.
+struct ManualFlow {
+  uint32_t src = 0, dst = 0;
+  uint64_t bytes = 0;
+  double start_us = 0;
+};
+
+struct Options {
+  // ---- topology: leaf-spine, `racks` leaves with `hosts_per_rack` hosts each, `spines` spines
+  uint32_t racks = 4;
+  uint32_t hosts_per_rack = 4;
+  uint32_t spines = 2;
+  double host_gbps = 10.0;     // host <-> leaf links
+  double fabric_gbps = 10.0;   // leaf <-> spine links
+  double link_delay_us = 1.0;  // propagation delay of every link
+  // ---- switch output queues (every port, hosts' NICs too)
+  uint32_t buffer_kb = 1024;  // per-port buffer; tail drop beyond (unless lossless)
+  uint32_t ecn_k_kb = 100;    // CE marking threshold K on the instantaneous queue
+  bool lossless = false;      // output queues never drop (deep buffers; no pause frames modelled)
+  // ---- the accelerator beside each switch
+  double engine_gbps = 100.0;
+  double engine_latency_us = 1.0;
+  uint32_t packet_memory = 512;  // slots per engine, shared among (job, tree) entries
+  uint32_t elems_per_packet = 256;
+  // ---- scheme and jobs
+  Scheme scheme = Scheme::kPanama;
+  uint32_t trees = 4;  // per job for panama / fixed-window (single-tree: 1)
+  uint32_t jobs = 2;
+  uint32_t workers_per_job = 4;
+  std::vector<std::string> models = {"resnet50"};  // job j trains models[j % size]
+  double scale = 0.005;  // gradient bytes and compute time are both multiplied by this
+  uint32_t iterations = 3;
+  bool verify = true;             // check every PANAMA allreduce bit for bit
+  uint32_t ring_segment_kb = 64;  // ring pipelining granularity
+  // ---- background traffic
+  double load = 0.0;     // offered load of background flows, fraction of the hosts' capacity
+  std::string cdf_path;  // flow-size CDF (empty: the bundled web-search distribution)
+  // Measurement window: background flows arrive during it and jobs start no
+  // iteration after it. 0: until the first job completes --iterations
+  // (required > 0 when there are background flows but no jobs).
+  double duration_ms = 0;
+  std::vector<ManualFlow> flows;  // explicit flows in addition to the Poisson ones
+  // ---- run
+  uint64_t seed = 1;
+  double max_time_ms = 10000;   // hard stop (simulated time)
+  double queue_sample_us = 10;  // queue-length sampling period (0: no sampling)
+  std::string out_dir;          // where summary.json, flows.csv, iterations.csv go ("" = nowhere)
+  bool progress = false;        // progress lines on stderr
+
+  uint32_t hosts() const { return racks * hosts_per_rack; }
+};
+
+// Checks every option and their combinations; throws OptionError naming the option.
+void validate(const Options& o);
+
+// Parses a command line (argv[0] is the program name). Returns false when
+// the caller should exit with `exit_code` (help printed, or a parse error
+// already reported on stderr); throws OptionError for invalid values.
+bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit_code);
+
+// Flow-size distribution: points (bytes, cumulative probability), probability
+// rising to 1, sampled by linear interpolation between points.
+struct SizeCdf {
+  std::vector<double> bytes;
+  std::vector<double> prob;
+  double mean() const;
+  double sample(double u) const;  // u uniform in [0, 1)
+};
+SizeCdf load_size_cdf(const std::string& path);  // throws OptionError with file and line
+std::string default_cdf_path();
+
+}  // namespace panama::netsim

@@ -1,0 +1,64 @@
+// panama-netsim: one simulation run from the command line (docs/network-simulation.md).
+#include <cstdio>
+#include <exception>
+
+#include "panama/netsim/simulation.hpp"
+
+int main(int argc, char** argv) {
+  panama::netsim::Options o;
+  try {
+    int code = 0;
+    if (!panama::netsim::parse_command_line(argc, argv, o, code)) return code;
+  } catch (const panama::netsim::OptionError& e) {
+    std::fprintf(stderr, "panama-netsim: %s\n", e.what());
+    return 2;
+  }
+  try {
+    if (o.progress) {
+      std::fprintf(stderr,
+                   "[netsim] %u hosts (%u racks x %u, %u spines), scheme %s, %u jobs x %u workers, load "
+                   "%.2f, seed %llu\n",
+                   o.hosts(), o.racks, o.hosts_per_rack, o.spines, panama::netsim::scheme_name(o.scheme),
+                   o.jobs, o.workers_per_job, o.load, static_cast<unsigned long long>(o.seed));
+    }
+    const panama::netsim::RunResult r = panama::netsim::run_simulation(o);
+    panama::netsim::write_outputs(o, r);
+    const auto& s = r.summary;
+    const auto& fct = s["background"]["fct_slowdown"];
+    std::printf("scheme %s  load %.2f  seed %llu  sim %.3f ms  wall %.1f s  (%s)\n",
+                panama::netsim::scheme_name(o.scheme), o.load, static_cast<unsigned long long>(o.seed),
+                s["sim_time_ms"].get<double>(), s["performance"]["wall_s"].get<double>(),
+                s["stop_reason"].get<std::string>().c_str());
+    std::printf(
+        "background flows: %llu measured, FCT slowdown mean %.2f p99 %.2f; small (<100KB) mean %.2f p99 "
+        "%.2f\n",
+        s["background"]["flows_measured"].get<unsigned long long>(), fct["all"]["mean"].get<double>(),
+        fct["all"]["p99"].get<double>(), fct["small_lt_100KB"]["mean"].get<double>(),
+        fct["small_lt_100KB"]["p99"].get<double>());
+    bool exact = true;
+    for (const auto& j : s["jobs"]) {
+      std::printf("job %d %-10s training %.3f ms  goodput %.2f Gb/s  bit-exact %s\n", j["id"].get<int>(),
+                  j["model"].get<std::string>().c_str(), j["training_time_ms"].get<double>(),
+                  j["allreduce_goodput_gbps"].get<double>(), j["bit_exact"].dump().c_str());
+      if (j["bit_exact"].is_boolean() && !j["bit_exact"].get<bool>() && o.verify) exact = false;
+    }
+    std::printf(
+        "fabric: %llu bytes leaf-spine, %llu drops, %llu CE marks; engine drops %llu; %.0f events, %.2f M "
+        "events/s\n",
+        s["fabric"]["leaf_spine_bytes"].get<unsigned long long>(),
+        s["fabric"]["drops"].get<unsigned long long>(), s["fabric"]["ce_marked"].get<unsigned long long>(),
+        s["engine_drops_total"].get<unsigned long long>(), s["performance"]["events"].get<double>(),
+        s["performance"]["events_per_s"].get<double>() / 1e6);
+    if (!exact) {
+      std::fprintf(stderr, "panama-netsim: an allreduce result differs from the reference\n");
+      return 1;
+    }
+  } catch (const panama::netsim::OptionError& e) {
+    std::fprintf(stderr, "panama-netsim: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "panama-netsim: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

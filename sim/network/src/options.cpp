@@ -1,0 +1,254 @@
+// Option parsing and validation of panama-netsim, the model table and the
+// flow-size distribution (see options.hpp).
+#include "panama/netsim/options.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#ifndef PANAMA_NETSIM_DATA_DIR
+#define PANAMA_NETSIM_DATA_DIR "."
+#endif
+
+namespace panama::netsim {
+
+namespace {
+[[noreturn]] void fail(const std::string& what) {
+  throw OptionError(what);
+}
+}  // namespace
+
+Scheme parse_scheme(const std::string& name) {
+  if (name == "panama") return Scheme::kPanama;
+  if (name == "single-tree") return Scheme::kSingleTree;
+  if (name == "fixed-window") return Scheme::kFixedWindow;
+  if (name == "ring") return Scheme::kRing;
+  fail("--scheme: unknown scheme '" + name + "' (one of: panama, single-tree, fixed-window, ring)");
+}
+
+const char* scheme_name(Scheme s) {
+  switch (s) {
+    case Scheme::kPanama:
+      return "panama";
+    case Scheme::kSingleTree:
+      return "single-tree";
+    case Scheme::kFixedWindow:
+      return "fixed-window";
+    case Scheme::kRing:
+      return "ring";
+  }
+  return "?";
+}
+
+const std::vector<ModelSpec>& model_table() {
+  // fp32 gradient size = 4 bytes x parameters; compute = forward + backward
+  // of one iteration on one V100-class GPU (order of magnitude, see the guide).
+  static const std::vector<ModelSpec> table = {
+      {"resnet50", 102.0, 190.0},     // 25.6 M parameters
+      {"vgg16", 553.0, 290.0},        // 138 M parameters
+      {"bert-large", 1340.0, 560.0},  // 336 M parameters
+  };
+  return table;
+}
+
+const ModelSpec& find_model(const std::string& name) {
+  std::string names;
+  for (const ModelSpec& m : model_table()) {
+    if (m.name == name) return m;
+    names += (names.empty() ? "" : ", ") + m.name;
+  }
+  fail("--models: unknown model '" + name + "' (one of: " + names + ")");
+}
+
+void validate(const Options& o) {
+  auto positive = [](double v, const char* name) {
+    if (!(v > 0) || !std::isfinite(v)) fail(std::string(name) + ": must be a positive number");
+  };
+  if (o.racks < 1) fail("--racks: at least 1 rack");
+  if (o.hosts_per_rack < 1) fail("--hosts-per-rack: at least 1 host per rack");
+  if (o.hosts_per_rack > 64) fail("--hosts-per-rack: at most 64 (a PSwitch has at most 64 ports)");
+  if (o.racks > 1 && o.spines < 1) fail("--spines: more than one rack needs at least 1 spine");
+  if (o.racks > 64) fail("--racks: at most 64 (a spine has one port per rack, at most 64)");
+  if (o.spines + o.hosts_per_rack > 64) fail("--spines: a leaf has at most 64 ports (hosts + spines)");
+  if (o.hosts() > 60000) fail("--racks x --hosts-per-rack: at most 60000 hosts");
+  positive(o.host_gbps, "--host-gbps");
+  positive(o.fabric_gbps, "--fabric-gbps");
+  if (!(o.link_delay_us >= 0) || !std::isfinite(o.link_delay_us)) fail("--link-delay-us: must be >= 0");
+  if (o.buffer_kb < 2) fail("--buffer-kb: at least 2 KB (one full-size packet)");
+  if (o.ecn_k_kb >= o.buffer_kb && !o.lossless)
+    fail("--ecn-k-kb: the marking threshold must be below the buffer (--buffer-kb)");
+  positive(o.engine_gbps, "--engine-gbps");
+  if (!(o.engine_latency_us >= 0) || !std::isfinite(o.engine_latency_us))
+    fail("--engine-latency-us: must be >= 0");
+  if (o.packet_memory < 1 || o.packet_memory > 512) fail("--packet-memory: 1..512 slots");
+  if (o.elems_per_packet < 1 || o.elems_per_packet > 362)
+    fail("--elems-per-packet: 1..362 (a PANAMA packet must fit the 1500-byte MTU)");
+  if (o.trees < 1 || o.trees > 255) fail("--trees: 1..255");
+  if (o.jobs > 0 && o.workers_per_job < 2) fail("--workers-per-job: at least 2 workers");
+  if (uint64_t{o.jobs} * o.workers_per_job > o.hosts())
+    fail("--jobs x --workers-per-job: " + std::to_string(uint64_t{o.jobs} * o.workers_per_job) +
+         " workers do not fit on " + std::to_string(o.hosts()) + " hosts (one worker per host)");
+  if (o.workers_per_job > 128) fail("--workers-per-job: at most 128 (exact reference data)");
+  if (o.jobs > 0 && o.models.empty()) fail("--models: at least one model");
+  for (const std::string& m : o.models) find_model(m);
+  positive(o.scale, "--scale");
+  if (o.scale > 1) fail("--scale: at most 1 (1 = full-size models)");
+  if (o.jobs > 0 && o.iterations < 1) fail("--iterations: at least 1");
+  if (o.ring_segment_kb < 1) fail("--ring-segment-kb: at least 1");
+  if (!(o.load >= 0 && o.load < 1)) fail("--load: must be in [0, 1)");
+  if (o.load > 0 && o.racks < 2) fail("--load: background flows go between racks; needs at least 2 racks");
+  if (!(o.duration_ms >= 0) || !std::isfinite(o.duration_ms)) fail("--duration-ms: must be >= 0");
+  if (o.jobs == 0 && o.load > 0 && o.duration_ms == 0)
+    fail("--duration-ms: background flows without jobs need a measurement window (> 0)");
+  positive(o.max_time_ms, "--max-time-ms");
+  if (!(o.queue_sample_us >= 0)) fail("--queue-sample-us: must be >= 0");
+  for (size_t i = 0; i < o.flows.size(); ++i) {
+    const ManualFlow& f = o.flows[i];
+    const std::string w = "--flow #" + std::to_string(i + 1) + ": ";
+    if (f.src >= o.hosts() || f.dst >= o.hosts())
+      fail(w + "host index outside 0.." + std::to_string(o.hosts() - 1));
+    if (f.src == f.dst) fail(w + "source and destination are the same host");
+    if (f.bytes < 1) fail(w + "at least 1 byte");
+    if (!(f.start_us >= 0)) fail(w + "start time must be >= 0");
+  }
+}
+
+namespace {
+ManualFlow parse_flow(const std::string& text) {
+  // src:dst:bytes[@start_us]
+  ManualFlow f;
+  unsigned long src = 0, dst = 0;
+  double bytes = 0, start = 0;
+  char tail = 0;
+  int n = std::sscanf(text.c_str(), "%lu:%lu:%lf@%lf%c", &src, &dst, &bytes, &start, &tail);
+  if (n == 5 || n < 3 || !(bytes >= 1)) {
+    fail("--flow '" + text + "': expected <src host>:<dst host>:<bytes>[@<start us>]");
+  }
+  f.src = static_cast<uint32_t>(src);
+  f.dst = static_cast<uint32_t>(dst);
+  f.bytes = static_cast<uint64_t>(bytes);
+  f.start_us = start;
+  return f;
+}
+}  // namespace
+
+bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit_code) {
+  CLI::App app{
+      "panama-netsim: packet-level simulation (ns-3) of a shared leaf-spine cluster running data-parallel "
+      "jobs (PANAMA in-network aggregation, ring allreduce) beside web-search background traffic"};
+  std::string scheme = scheme_name(o.scheme);
+  std::string models;
+  std::vector<std::string> flows;
+  app.add_option("--racks", o.racks, "leaf switches (racks)")->capture_default_str();
+  app.add_option("--hosts-per-rack", o.hosts_per_rack, "hosts under each leaf")->capture_default_str();
+  app.add_option("--spines", o.spines, "spine switches, each linked to every leaf")->capture_default_str();
+  app.add_option("--host-gbps", o.host_gbps, "host link rate")->capture_default_str();
+  app.add_option("--fabric-gbps", o.fabric_gbps, "leaf-spine link rate")->capture_default_str();
+  app.add_option("--link-delay-us", o.link_delay_us, "propagation delay per link")->capture_default_str();
+  app.add_option("--buffer-kb", o.buffer_kb, "output queue capacity per port")->capture_default_str();
+  app.add_option("--ecn-k-kb", o.ecn_k_kb, "ECN marking threshold K per port")->capture_default_str();
+  app.add_flag("--lossless", o.lossless, "output queues never drop (deep buffers)");
+  app.add_option("--engine-gbps", o.engine_gbps, "accelerator line rate")->capture_default_str();
+  app.add_option("--engine-latency-us", o.engine_latency_us, "accelerator latency")->capture_default_str();
+  app.add_option("--packet-memory", o.packet_memory, "accelerator slots (1..512)")->capture_default_str();
+  app.add_option("--elems-per-packet", o.elems_per_packet, "fp32 elements per PANAMA packet")
+      ->capture_default_str();
+  app.add_option("--scheme", scheme, "panama | single-tree | fixed-window | ring")->capture_default_str();
+  app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
+      ->capture_default_str();
+  app.add_option("--jobs", o.jobs, "data-parallel training jobs")->capture_default_str();
+  app.add_option("--workers-per-job", o.workers_per_job, "workers of each job (one per host)")
+      ->capture_default_str();
+  app.add_option("--models", models,
+                 "comma-separated models, job j trains model j mod count "
+                 "(resnet50, vgg16, bert-large; default resnet50)");
+  app.add_option("--scale", o.scale, "factor on gradient sizes and compute times")->capture_default_str();
+  app.add_option("--iterations", o.iterations, "training iterations per job")->capture_default_str();
+  app.add_option("--ring-segment-kb", o.ring_segment_kb, "ring allreduce pipelining segment")
+      ->capture_default_str();
+  app.add_flag("!--no-verify", o.verify, "skip the bit-exact check of PANAMA allreduce results");
+  app.add_option("--load", o.load, "background load, fraction of host capacity [0, 1)")
+      ->capture_default_str();
+  app.add_option("--cdf", o.cdf_path, "flow-size CDF file (default: bundled web-search CDF)");
+  app.add_option("--duration-ms", o.duration_ms,
+                 "measurement window: background arrivals, and no job iteration starts after it "
+                 "(0: until the first job completes --iterations)")
+      ->capture_default_str();
+  app.add_option("--flow", flows, "an extra flow <src>:<dst>:<bytes>[@<start us>] (host indices)");
+  app.add_option("--seed", o.seed, "random seed (traffic, placement jitter, data)")->capture_default_str();
+  app.add_option("--max-time-ms", o.max_time_ms, "stop at this simulated time")->capture_default_str();
+  app.add_option("--queue-sample-us", o.queue_sample_us, "queue-length sampling period (0 = off)")
+      ->capture_default_str();
+  app.add_option("--out", o.out_dir, "directory for summary.json, flows.csv, iterations.csv");
+  app.add_flag("--progress", o.progress, "progress lines on stderr");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    exit_code = app.exit(e);
+    if (exit_code != 0) exit_code = 2;
+    return false;
+  }
+  o.scheme = parse_scheme(scheme);
+  if (!models.empty()) {
+    o.models.clear();
+    std::stringstream ss(models);
+    std::string m;
+    while (std::getline(ss, m, ',')) o.models.push_back(m);
+  }
+  for (const std::string& f : flows) o.flows.push_back(parse_flow(f));
+  if (o.scheme == Scheme::kSingleTree) o.trees = 1;
+  validate(o);
+  return true;
+}
+
+double SizeCdf::mean() const {
+  double m = 0;
+  for (size_t i = 1; i < bytes.size(); ++i) m += (prob[i] - prob[i - 1]) * (bytes[i] + bytes[i - 1]) / 2;
+  return m;
+}
+
+double SizeCdf::sample(double u) const {
+  for (size_t i = 1; i < prob.size(); ++i) {
+    if (u < prob[i]) {
+      const double f = (u - prob[i - 1]) / (prob[i] - prob[i - 1]);
+      return bytes[i - 1] + f * (bytes[i] - bytes[i - 1]);
+    }
+  }
+  return bytes.back();
+}
+
+std::string default_cdf_path() {
+  return std::string(PANAMA_NETSIM_DATA_DIR) + "/websearch_cdf.txt";
+}
+
+SizeCdf load_size_cdf(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail("--cdf: cannot open '" + path + "'");
+  SizeCdf c;
+  std::string line;
+  for (int ln = 1; std::getline(in, line); ++ln) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    std::istringstream ss(line);
+    double b, p;
+    if (!(ss >> b)) continue;  // blank or comment
+    std::string rest;
+    if (!(ss >> p) || (ss >> rest))
+      fail(path + ":" + std::to_string(ln) + ": expected '<bytes> <probability>'");
+    const std::string at = path + ":" + std::to_string(ln) + ": ";
+    if (!(b >= 0) || !(p >= 0 && p <= 1)) fail(at + "size must be >= 0 and probability in [0, 1]");
+    if (!c.bytes.empty() && (b <= c.bytes.back() || p < c.prob.back()))
+      fail(at + "sizes must increase and probabilities must not decrease");
+    c.bytes.push_back(b);
+    c.prob.push_back(p);
+  }
+  if (c.bytes.size() < 2) fail(path + ": needs at least two points");
+  if (c.prob.back() != 1.0) fail(path + ": the last probability must be 1");
+  if (c.bytes.back() < 1) fail(path + ": the largest size must be at least 1 byte");
+  return c;
+}
+
+}  // namespace panama::netsim

@@ -1,0 +1,305 @@
+// Tests of the ns-3 network simulation on small fabrics and short runs:
+// allreduce results bit for bit through simulated PSwitches, ECN reaching
+// the workers, cwnd_cap and engine slots, idle-network FCT, flow-level ECMP,
+// determinism, and option validation.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "panama/netsim/simulation.hpp"
+#include "support/temp_dir.hpp"
+#include "wire/seeded_rng.hpp"
+
+using panama::netsim::OptionError;
+using panama::netsim::Options;
+using panama::netsim::RunResult;
+using panama::netsim::Scheme;
+
+namespace {
+
+Options small_fabric(uint64_t seed) {
+  Options o;
+  o.racks = 2;
+  o.hosts_per_rack = 2;
+  o.spines = 2;
+  o.jobs = 1;
+  o.workers_per_job = 4;
+  o.iterations = 2;
+  o.scale = 0.001;  // resnet50: 102 KB of gradients, 0.19 ms of compute
+  o.seed = seed;
+  return o;
+}
+
+uint64_t chunks_of(const Options& o, const nlohmann::json& job) {
+  const uint64_t elems = job["gradient_bytes"].get<uint64_t>() / 4;
+  return (elems + o.elems_per_packet - 1) / o.elems_per_packet;
+}
+
+const nlohmann::json& pswitch(const RunResult& r, const std::string& name) {
+  for (const auto& p : r.summary["pswitches"]) {
+    if (p["name"] == name) return p;
+  }
+  FAIL("no PSwitch " << name << " in the summary");
+  throw std::logic_error("unreachable");
+}
+
+uint64_t link_bytes(const RunResult& r, const std::string& from, const std::string& to) {
+  for (const auto& l : r.summary["fabric"]["links"]) {
+    if (l["from"] == from && l["to"] == to) return l["bytes"].get<uint64_t>();
+  }
+  FAIL("no link " << from << " -> " << to);
+  return 0;
+}
+
+void require_all_exact(const Options& o, const RunResult& r) {
+  REQUIRE(r.summary["finished"].get<bool>());
+  for (const auto& job : r.summary["jobs"]) {
+    INFO("job " << job["id"]);
+    CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
+    CHECK(job["mismatches"].get<uint64_t>() == 0);
+    CHECK(job["bit_exact"].get<bool>());
+  }
+  CHECK(r.summary["engine_drops_total"].get<uint64_t>() == 0);
+  CHECK(r.summary["unknown_panama_frames"].get<uint64_t>() == 0);
+}
+
+}  // namespace
+
+TEST_CASE("allreduce is bit-exact through one PSwitch, several jobs and trees", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim one tier"));
+  o.racks = 1;
+  o.hosts_per_rack = 6;
+  o.jobs = 3;
+  o.workers_per_job = 2;
+  o.trees = 3;
+  o.models = {"resnet50", "vgg16"};
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  // The leaf is every tree's root: it emits one result per chunk and iteration.
+  uint64_t expected = 0;
+  for (const auto& job : r.summary["jobs"]) expected += chunks_of(o, job) * o.iterations;
+  CHECK(pswitch(r, "leaf0")["emitted"].get<uint64_t>() == expected);
+}
+
+TEST_CASE("allreduce is bit-exact through two tiers of PSwitches, several jobs and trees", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim two tiers"));
+  o.racks = 3;
+  o.hosts_per_rack = 2;
+  o.spines = 2;
+  o.jobs = 2;
+  o.workers_per_job = 3;  // each job has one worker in every rack
+  o.trees = 2;
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  // Trees 0 and 1 of each job are rooted at spine0 and spine1: each spine
+  // emits one result per chunk of its tree (chunk k goes to tree k mod 2).
+  uint64_t spine0 = 0, spine1 = 0;
+  for (const auto& job : r.summary["jobs"]) {
+    const uint64_t c = chunks_of(o, job);
+    spine0 += (c + 1) / 2 * o.iterations;
+    spine1 += c / 2 * o.iterations;
+    REQUIRE(job["trees"].size() == 2);
+    CHECK(job["trees"][0]["root"] == "spine0");
+    CHECK(job["trees"][1]["root"] == "spine1");
+  }
+  CHECK(pswitch(r, "spine0")["emitted"].get<uint64_t>() == spine0);
+  CHECK(pswitch(r, "spine1")["emitted"].get<uint64_t>() == spine1);
+  // Every leaf sends one aggregate per chunk up: leaf-spine traffic is
+  // (leaves x chunks) packets up plus as many results down, not per worker.
+  CHECK(pswitch(r, "leaf0")["emitted"].get<uint64_t>() == spine0 + spine1);
+}
+
+TEST_CASE("ECN marks at a congested port reach every worker and cut the windows", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim ecn"));
+  o.spines = 1;
+  o.fabric_gbps = 2;  // the leaf-spine links are the bottleneck
+  o.ecn_k_kb = 4;
+  o.trees = 2;
+  o.scale = 0.005;
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  CHECK(r.summary["fabric"]["ce_marked"].get<uint64_t>() > 0);
+  const auto& workers = r.summary["jobs"][0]["workers"];
+  REQUIRE(workers.size() == 4);
+  for (const auto& w : workers) {
+    INFO("rank " << w["rank"]);
+    for (size_t t = 0; t < w["trees"].size(); ++t) {
+      INFO("tree " << t);
+      CHECK(w["trees"][t]["results_ce"].get<uint64_t>() > 0);
+      CHECK(w["trees"][t]["cwnd_reductions"].get<uint64_t>() > 0);
+      // All workers of a tree see the same result stream: identical CE counts.
+      CHECK(w["trees"][t]["results_ce"] == workers[0]["trees"][t]["results_ce"]);
+      CHECK(w["trees"][t]["cwnd_reductions"] == workers[0]["trees"][t]["cwnd_reductions"]);
+    }
+  }
+}
+
+TEST_CASE("windows stay within cwnd_cap and no engine slot overflows", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim cwnd_cap"));
+  o.packet_memory = 8;  // a leaf holds 2 entries (2 trees): share 4; a spine holds 1: share 8
+  o.trees = 2;
+  o.fabric_gbps = 40;  // no congestion: windows grow until the cap stops them
+  o.scale = 0.005;
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  const uint32_t cap = 8 / 2;
+  for (const auto& w : r.summary["jobs"][0]["workers"]) {
+    for (const auto& t : w["trees"]) {
+      INFO("rank " << w["rank"] << " tree " << t["tree"]);
+      CHECK(t["min_cwnd_cap"].get<uint32_t>() == cap);
+      CHECK(t["max_in_flight"].get<uint32_t>() == cap);  // reached, never exceeded
+      CHECK(t["max_window"].get<uint32_t>() <= cap);
+      CHECK(t["retransmissions"].get<uint64_t>() == 0);
+    }
+  }
+  for (const auto& p : r.summary["pswitches"]) {
+    INFO(p["name"]);
+    CHECK(p["drop_seq_window"].get<uint64_t>() == 0);
+    CHECK(p["drops"].get<uint64_t>() == 0);
+  }
+}
+
+TEST_CASE("a flow on an idle network finishes in its ideal time", "[network]") {
+  Options o = small_fabric(1);
+  o.jobs = 0;
+  o.host_gbps = 10;
+  o.fabric_gbps = 40;
+  o.link_delay_us = 2;
+  // Flows one at a time: another rack, same rack, then larger.
+  o.flows = {{0, 2, 10000, 0}, {1, 0, 5000, 200}, {3, 1, 14480, 400}};
+  const RunResult r = panama::netsim::run_simulation(o);
+  REQUIRE(r.flows.size() == 3);
+  for (const auto& f : r.flows) {
+    const bool same_rack = f.src / 2 == f.dst / 2;
+    // Expected from first principles: SYN and SYN-ACK (62 bytes on the wire
+    // each: IPv4 20 + TCP with options 40 + PPP 2) over every link and back,
+    // then the first segment (payload + 54 bytes of headers) crossing every
+    // link, then the rest at the host rate (the slowest link).
+    const std::vector<double> gbps =
+        same_rack ? std::vector<double>{10, 10} : std::vector<double>{10, 40, 40, 10};
+    const uint64_t segs = (f.bytes + 1447) / 1448;
+    const double first = static_cast<double>(std::min<uint64_t>(f.bytes, 1448) + 54);
+    double ns = 0;
+    for (double g : gbps) ns += 2 * (2000 + 62 * 8 / g) + 2000 + first * 8 / g;
+    ns += (static_cast<double>(f.bytes + 54 * segs) - first) * 8 / 10;
+    // Tolerance: the pure ACK that precedes the first data segment on the
+    // sender's link (54 bytes), once per link.
+    const double tol = static_cast<double>(gbps.size()) * 54 * 8 / 10;
+    INFO("flow " << f.id << " bytes " << f.bytes << " fct " << f.fct_us * 1e3 << " ns, expected " << ns);
+    CHECK(std::fabs(f.fct_us * 1e3 - ns) <= tol);
+    CHECK(std::fabs(f.ideal_us * 1e3 - ns) <= tol);
+  }
+}
+
+TEST_CASE("flow-level ECMP keeps a flow on one spine and spreads flows over all", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim ecmp"));
+  o.racks = 2;
+  o.hosts_per_rack = 4;
+  o.spines = 4;
+  o.jobs = 0;
+  o.flows = {{0, 4, 200000, 0}};
+  {
+    const RunResult r = panama::netsim::run_simulation(o);
+    int used = 0;
+    for (int s = 0; s < 4; ++s) used += link_bytes(r, "leaf0", "spine" + std::to_string(s)) > 0 ? 1 : 0;
+    CHECK(used == 1);  // every packet of the flow took the same spine
+  }
+  o.flows.clear();
+  for (uint32_t i = 0; i < 64; ++i) o.flows.push_back({i % 4, 4 + (i / 4) % 4, 20000, 5.0 * i});
+  const RunResult r = panama::netsim::run_simulation(o);
+  uint64_t total = 0, most = 0;
+  for (int s = 0; s < 4; ++s) {
+    const uint64_t b = link_bytes(r, "leaf0", "spine" + std::to_string(s));
+    INFO("spine" << s << ": " << b << " bytes");
+    CHECK(b > 0);
+    total += b;
+    most = std::max(most, b);
+  }
+  // 64 equal flows over 4 spines: a hash that spreads puts well under half on one.
+  CHECK(most < total / 2);
+}
+
+TEST_CASE("a run is deterministic for a seed", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim determinism"));
+  o.racks = 3;
+  o.jobs = 2;
+  o.workers_per_job = 3;
+  o.load = 0.3;
+  o.scale = 0.002;
+  auto strip = [](nlohmann::json j) {
+    j.erase("performance");
+    return j;
+  };
+  const RunResult a = panama::netsim::run_simulation(o);
+  const RunResult b = panama::netsim::run_simulation(o);
+  REQUIRE(a.summary["background"]["flows_started"].get<uint64_t>() > 0);
+  CHECK(strip(a.summary) == strip(b.summary));
+  o.scheme = Scheme::kRing;
+  const RunResult c = panama::netsim::run_simulation(o);
+  const RunResult d = panama::netsim::run_simulation(o);
+  CHECK(strip(c.summary) == strip(d.summary));
+  // The ring moved exactly 2(N-1) chunks of ceil(bytes / N) per iteration, each way.
+  REQUIRE(c.summary["finished"].get<bool>());
+  for (const auto& job : c.summary["jobs"]) {
+    const uint64_t n = o.workers_per_job;
+    const uint64_t chunk = (job["gradient_bytes"].get<uint64_t>() + n - 1) / n;
+    CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
+    for (const auto& w : job["workers"]) {
+      CHECK(w["ring_bytes_sent"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+      CHECK(w["ring_bytes_received"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+    }
+  }
+  o.seed += 1;
+  const RunResult e = panama::netsim::run_simulation(o);
+  CHECK(strip(e.summary) != strip(d.summary));
+}
+
+namespace {
+std::string parse_error(std::vector<const char*> args) {
+  args.insert(args.begin(), "panama-netsim");
+  Options o;
+  int code = 0;
+  try {
+    panama::netsim::parse_command_line(static_cast<int>(args.size()), args.data(), o, code);
+  } catch (const OptionError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("bad options and input files are rejected with a clear message", "[network]") {
+  using Catch::Matchers::Contains;
+  CHECK_THAT(parse_error({"--load", "1.5"}), Contains("--load"));
+  CHECK_THAT(parse_error({"--scheme", "tree"}), Contains("unknown scheme 'tree'"));
+  CHECK_THAT(parse_error({"--jobs", "5", "--workers-per-job", "4"}), Contains("do not fit on 16 hosts"));
+  CHECK_THAT(parse_error({"--models", "resnet50,alexnet"}), Contains("unknown model 'alexnet'"));
+  CHECK_THAT(parse_error({"--flow", "3:3:100"}), Contains("same host"));
+  CHECK_THAT(parse_error({"--flow", "3:99:100"}), Contains("host index"));
+  CHECK_THAT(parse_error({"--flow", "garbage"}), Contains("expected <src host>"));
+  CHECK_THAT(parse_error({"--ecn-k-kb", "2000"}), Contains("below the buffer"));
+  CHECK_THAT(parse_error({"--elems-per-packet", "400"}), Contains("1500-byte MTU"));
+  CHECK_THAT(parse_error({"--workers-per-job", "1"}), Contains("at least 2"));
+  CHECK(parse_error({"--racks", "2", "--load", "0.5", "--scheme", "ring"}).empty());
+
+  const std::string dir = panama::test::temp_dir("netsim-cdf");
+  const std::string path = dir + "/bad.txt";
+  {
+    std::ofstream f(path);
+    f << "# size prob\n100 0.2\n50 0.5\n200 1\n";
+  }
+  CHECK_THROWS_WITH(panama::netsim::load_size_cdf(path), Contains("bad.txt:3") && Contains("must increase"));
+  CHECK_THROWS_WITH(panama::netsim::load_size_cdf(dir + "/none.txt"), Contains("cannot open"));
+  const panama::netsim::SizeCdf web = panama::netsim::load_size_cdf(panama::netsim::default_cdf_path());
+  // Mean of the bundled web-search CDF, linear between its points, by hand:
+  // sum of (p_i - p_i-1) x (b_i + b_i-1) / 2 over its 11 segments.
+  CHECK(web.mean() ==
+        Approx(750 + 750 + 2500 + 4000 + 8450 + 9800 + 60000 + 150000 + 350000 + 525000 + 600000));
+  CHECK(web.sample(0.15) == Approx(10000));
+  CHECK(web.sample(0.465) == Approx(50000 + 0.5 * 30000));
+  CHECK(web.sample(0.999999) == Approx(30e6).epsilon(1e-4));
+}
