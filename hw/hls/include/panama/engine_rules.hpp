@@ -86,6 +86,32 @@ inline void divide_by_share(uint32_t n, uint32_t q, uint64_t reciprocal, uint32_
   remainder = rem;
 }
 
+// The 64-bit counter read protocol of the register map: reading a counter's
+// low word (offset +0) returns it and latches the high word, which the read
+// of +4 returns, so a 64-bit value read as two words is consistent; a high
+// word read without its low word first gives the current high word. A class
+// of its own so that values beyond 2^32 are testable without counting there.
+class CounterLatch {
+ public:
+  uint32_t read(uint64_t value, uint32_t addr) {
+    if ((addr & 4u) == 0) {
+      hi_ = static_cast<uint32_t>(value >> 32);
+      addr_ = addr + 4;
+      return static_cast<uint32_t>(value);
+    }
+    return addr == addr_ ? hi_ : static_cast<uint32_t>(value >> 32);
+  }
+  void reset() {
+    hi_ = 0;
+    addr_ = kNone;
+  }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  uint32_t hi_ = 0;
+  uint32_t addr_ = kNone;
+};
+
 template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotCapacity>
 class EngineRules {
  public:
@@ -409,14 +435,7 @@ class EngineRules {
     h.elem_count = bk.elem_count;
   }
 
-  uint32_t counter_word(uint64_t value, uint32_t addr) {
-    if ((addr & 4u) == 0) {  // low word: latch the high word for the next read
-      latched_hi_ = static_cast<uint32_t>(value >> 32);
-      latched_addr_ = addr + 4;
-      return static_cast<uint32_t>(value);
-    }
-    return addr == latched_addr_ ? latched_hi_ : static_cast<uint32_t>(value >> 32);
-  }
+  uint32_t counter_word(uint64_t value, uint32_t addr) { return latch_.read(value, addr); }
 
   void entry_command(uint32_t cmd) {
     using namespace regmap;
@@ -547,23 +566,19 @@ class EngineRules {
     udp_port_ = wire::kDefaultUdpPort;
     entry_index_ = 0;
     entry_status_ = regmap::kStatusOk;
-    latched_hi_ = 0;
-    latched_addr_ = kNoLatchedAddr;
+    latch_.reset();
     for (uint32_t i = 0; i < kNumStaged; ++i) staged_[i] = 0;
     for (uint32_t e = 0; e < NumEntries; ++e) table_[e] = Entry{};
     for (uint32_t s = 0; s < NumSlots; ++s) clear_slot(s);
     clear_counters();
   }
 
-  static constexpr uint32_t kNoLatchedAddr = 0xFFFFFFFFu;
-
   // Control state (reset values here and in reset_all).
   bool enabled_ = true;
   uint16_t udp_port_ = wire::kDefaultUdpPort;
   uint32_t entry_index_ = 0;
   uint32_t entry_status_ = regmap::kStatusOk;
-  uint32_t latched_hi_ = 0;
-  uint32_t latched_addr_ = kNoLatchedAddr;
+  CounterLatch latch_;
   uint32_t staged_[kNumStaged] = {};
   Entry table_[NumEntries] = {};
   uint64_t global_[regmap::kNumGlobalCounters] = {};
