@@ -232,7 +232,7 @@ module panama_engine #(
     c3_entry_reg <= lookup_entry;
   end
 
-  localparam int SIDE_WIDTH = $bits(frame_fields_t) + 1 + ENTRY_BITS;
+  localparam int SIDE_WIDTH = $bits(c3_fields_reg) + 1 + ENTRY_BITS;
   logic                  dv_valid;
   logic [31:0]           dv_quotient;
   logic [15:0]           dv_remainder;
@@ -299,7 +299,7 @@ module panama_engine #(
   assign act_push = decided_valid;
 
   panama_fifo #(
-      .WIDTH($bits(action_t)),
+      .WIDTH($bits(act_in)),
       .DEPTH(ACT_FIFO_DEPTH)
   ) act_fifo (
       .clk(clk),

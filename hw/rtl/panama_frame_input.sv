@@ -106,7 +106,7 @@ module panama_frame_input #(
   );
 
   panama_fifo #(
-      .WIDTH($bits(panama_engine_pkg::frame_desc_t)),
+      .WIDTH($bits(desc)),
       .DEPTH(DESC_FIFO_DEPTH)
   ) desc_fifo (
       .clk(clk),
