@@ -95,6 +95,7 @@ def main():
     driver_kind = {}
     starts = set()  # nets driven by sequential elements
     ends = set()  # nets read by sequential elements
+    end_reg = {}  # net -> an output net of a sequential element that reads it
     unknown = collections.Counter()
     cells = mod["cells"]
     for cname, c in cells.items():
@@ -111,10 +112,14 @@ def main():
         if k in ("seq", "unknown", "buf"):
             if k == "unknown":
                 unknown[t] += 1
+            q = next((n for _, nets in outs for n in nets), None)
             for _, nets in outs:
                 starts.update(nets)
             for _, nets in ins:
                 ends.update(nets)
+                for n in nets:
+                    if q is not None:
+                        end_reg.setdefault(n, q)
             continue
         out_nets = [n for _, nets in outs for n in nets]
         for n in out_nets:
@@ -203,7 +208,8 @@ def main():
     print("endpoints by levels: " + ", ".join(f"{lv}:{hist[lv]}" for lv in sorted(hist, reverse=True)))
     print(f"top {args.top} register-to-register paths (levels LUT/MUXF/CARRY: start -> end):")
     for lv, lu, mx, ca, st, en in reg_paths[:args.top]:
-        print(f"  {lv:3d}  {lu}/{mx}/{ca}: {label(st)} -> {label(en)}")
+        reg = f" (register {label(end_reg[en])})" if en in end_reg else ""
+        print(f"  {lv:3d}  {lu}/{mx}/{ca}: {label(st)} -> {label(en)}{reg}")
         print(f"        via {' '.join(trace(en))}")
     if io_paths:
         lv, lu, mx, ca, st, en = io_paths[0]
