@@ -77,12 +77,37 @@ module panama_fp32_add (
     m_reg <= m1;
   end
 
+  // Leading zeros of a 27-bit significand (27 when it is zero), as a binary
+  // search: five halving steps instead of a 27-long priority chain. Ones
+  // padded below the significand stop the count at 27.
+  function automatic [4:0] clz27(input [26:0] v);
+    reg [31:0] w;
+    clz27 = 5'd0;
+    w = {v, 5'b11111};
+    if (w[31:16] == 16'd0) begin
+      clz27 = clz27 + 5'd16;
+      w = w << 16;
+    end
+    if (w[31:24] == 8'd0) begin
+      clz27 = clz27 + 5'd8;
+      w = w << 8;
+    end
+    if (w[31:28] == 4'd0) begin
+      clz27 = clz27 + 5'd4;
+      w = w << 4;
+    end
+    if (w[31:30] == 2'd0) begin
+      clz27 = clz27 + 5'd2;
+      w = w << 2;
+    end
+    if (!w[31]) clz27 = clz27 + 5'd1;
+  endfunction
+
   // ------------------------------------------------------------ stage 2
   logic [8:0]  e2;
   logic [26:0] m2;
   logic [4:0]  lz;
   logic [8:0]  room;
-  logic        found;
   logic [2:0]  grs;
   logic [24:0] sig;
   logic [31:0] mag;
@@ -92,7 +117,6 @@ module panama_fp32_add (
     e2 = {1'b0, e_reg};
     m2 = m_reg[26:0];
     lz = 5'd0;
-    found = 1'b0;
     room = 9'd0;
     if (!subtract_reg) begin
       if (m_reg[27]) begin  // carry out: renormalise right, keep the sticky bit
@@ -101,10 +125,7 @@ module panama_fp32_add (
       end
     end else begin
       // Renormalise left, but not below the subnormal exponent.
-      for (int bit_i = 26; bit_i >= 0; bit_i--) begin
-        if (!found && m_reg[bit_i]) found = 1'b1;
-        if (!found) lz = lz + 5'd1;
-      end
+      lz = clz27(m_reg[26:0]);
       room = e2 - 9'd1;
       if ({4'd0, lz} > room) lz = room[4:0];
       m2 = m_reg[26:0] << lz;
