@@ -9,5 +9,6 @@
 # Env: LIMIT (default 6), TOP (paths listed, default 15).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=$(scripts/yosys-synth.sh "$@")
+# RESULT_DIR: use an existing scripts/yosys-synth.sh result folder instead.
+OUT=${RESULT_DIR:-$(scripts/yosys-synth.sh "$@")}
 /usr/bin/python3 scripts/rtl_logic_depth.py "$OUT/netlist.json" --top "${TOP:-15}" --limit "${LIMIT:-6}"

@@ -9,7 +9,8 @@
 #   defaults 8 16 16 (minutes); 64 512 144 is the default configuration (hours).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=$(scripts/yosys-synth.sh "$@")
+# RESULT_DIR: use an existing scripts/yosys-synth.sh result folder instead.
+OUT=${RESULT_DIR:-$(scripts/yosys-synth.sh "$@")}
 echo "yosys-estimate: $(head -c 200 "$OUT/seconds" 2>/dev/null || echo '?') s of synthesis; netlist in $OUT"
 
 # Device totals of the XCU280 and XCU55C (the two cards share the device
