@@ -12,7 +12,7 @@
 // Read-after-write: the beat in p4 writes at the end of the clock, the one
 // in p5 wrote at the edge where p2's read happened; forwarding both into p2
 // gives back-to-back frames of one slot (two clocks apart at the shortest)
-// each other's sums. The issuer only issues a beat the output FIFO will have
+// each other's sums. The address matches are registered one stage ahead. The issuer only issues a beat the output FIFO will have
 // room for, so m_axis back-pressure stalls without loss.
 `default_nettype none
 module panama_datapath #(
@@ -80,14 +80,14 @@ module panama_datapath #(
   localparam logic [1:0] OP_NONE = 2'd0, OP_FIRST = 2'd1, OP_ADD = 2'd2, OP_READ = 2'd3;
   logic                  p1_valid, p2_valid, p3_valid, p4_valid;
   logic [1:0]            p1_op, p2_op, p3_op, p4_op;
-  logic [DADDR_BITS-1:0] p1_addr, p2_addr, p3_addr, p4_addr, p5_addr;
+  logic [DADDR_BITS-1:0] p1_addr, p2_addr, p3_addr, p4_addr;
   logic [511:0]          p1_b, p2_b, p3_b, p4_b, p3_a, p4_a, p5_data;
   logic                  p1_out, p2_out, p3_out, p4_out;
   logic                  p1_last, p2_last, p3_last, p4_last;
   logic [63:0]           p1_keep, p2_keep, p3_keep, p4_keep;
   logic [511:0]          mem_rdata;
   logic [511:0]          p2_a, p4_result, sum;
-  logic                  p4_we, p5_we;
+  logic                  p4_we;
 
   logic [511:0] dmem[DATA_WORDS];
 
@@ -104,9 +104,19 @@ module panama_datapath #(
   always_ff @(posedge clk) mem_rdata <= dmem[p1_addr];
   always_ff @(posedge clk) if (p4_we) dmem[p4_addr] <= p4_result;
 
+  // Which older beat p2 must take its operand from, decided a clock early
+  // (p1 against the beats that will be in p4 and p5 next clock), so no
+  // address comparison sits in the read-add-write loop.
+  logic p3_we, fwd4_reg, fwd5_reg;
+  assign p3_we = p3_valid && (p3_op == OP_FIRST || p3_op == OP_ADD);
+  always_ff @(posedge clk) begin
+    fwd4_reg <= p3_we && p3_addr == p1_addr;
+    fwd5_reg <= p4_we && p4_addr == p1_addr;
+  end
+
   always_comb begin
-    if (p4_we && p4_addr == p2_addr) p2_a = p4_result;
-    else if (p5_we && p5_addr == p2_addr) p2_a = p5_data;
+    if (fwd4_reg) p2_a = p4_result;
+    else if (fwd5_reg) p2_a = p5_data;
     else p2_a = mem_rdata;
   end
 
@@ -126,8 +136,6 @@ module panama_datapath #(
     {p4_op, p4_addr, p4_b, p4_out, p4_last, p4_keep} <= {p3_op, p3_addr, p3_b, p3_out, p3_last, p3_keep};
     p3_a <= p2_a;
     p4_a <= p3_a;
-    p5_we <= rst ? 1'b0 : p4_we;
-    p5_addr <= p4_addr;
     p5_data <= p4_result;
   end
 

@@ -35,11 +35,11 @@ module panama_decision #(
     // The frame's table entry (read port of panama_table, indexed by in_entry).
     input  wire panama_engine_pkg::table_entry_t        entry,
 
-    // Slot clearing: everything, or a committed entry's slot range.
+    // Slot clearing: everything, or a committed entry's slot range [base, end).
     input  wire logic                                   clear_all,
     input  wire logic                                   clear_range_valid,
     input  wire logic                           [31:0]  clear_range_base,
-    input  wire logic                           [31:0]  clear_range_count,
+    input  wire logic                           [31:0]  clear_range_end,
 
     // Counter increments of this frame (valid with in_valid).
     output logic   [panama_regmap_pkg::NUM_GLOBAL_COUNTERS-1:0] global_inc,
@@ -233,7 +233,7 @@ module panama_decision #(
   for (genvar s = 0; s < NUM_SLOTS; s++) begin : g_slot_meta
     logic clear_slot;
     assign clear_slot = rst || clear_all ||
-        (clear_range_valid && 32'(s) >= clear_range_base && 32'(s) < clear_range_base + clear_range_count);
+        (clear_range_valid && 32'(s) >= clear_range_base && 32'(s) < clear_range_end);
     always_ff @(posedge clk) begin
       if (clear_slot) begin
         slot_top[s] <= 32'd0;

@@ -183,7 +183,8 @@ module panama_engine #(
   logic                  table_rd_hit;
   logic                  commit_valid;
   logic [ENTRY_BITS-1:0] commit_entry;
-  logic [31:0]           commit_base, commit_count;
+  logic [31:0]           commit_base, commit_end;
+  logic                  table_ready;
   logic                  lookup_hit;
   logic [ENTRY_BITS-1:0] lookup_entry;
   logic [ENTRY_BITS-1:0] c3_entry_reg, d_entry;
@@ -202,13 +203,14 @@ module panama_engine #(
       .wr_addr(reg_wr_addr),
       .wr_data(reg_wr_data),
       .clear_all(cmd_reset),
+      .ready(table_ready),
       .rd_addr(table_rd_addr),
       .rd_data(table_rd_data),
       .rd_hit(table_rd_hit),
       .commit_valid(commit_valid),
       .commit_entry(commit_entry),
       .commit_base(commit_base),
-      .commit_count(commit_count),
+      .commit_end(commit_end),
       .lookup_job(c2_fields.job),
       .lookup_tree(c2_fields.tree),
       .lookup_hit(lookup_hit),
@@ -275,7 +277,7 @@ module panama_engine #(
       .clear_all(cmd_reset),
       .clear_range_valid(commit_valid),
       .clear_range_base(commit_base),
-      .clear_range_count(commit_count),
+      .clear_range_end(commit_end),
       .global_inc(global_inc),
       .entry_inc(entry_inc),
       .entry_inc_valid(entry_inc_valid),
@@ -365,7 +367,7 @@ module panama_engine #(
       .s_axil_rresp(s_axil_rresp),
       .s_axil_rvalid(s_axil_rvalid),
       .s_axil_rready(s_axil_rready),
-      .ctrl_empty(ctrl_inflight_reg == 8'd0 && !c1_busy),
+      .ctrl_empty(ctrl_inflight_reg == 8'd0 && !c1_busy && table_ready),
       .write_pending(write_pending),
       .wr_valid(reg_wr_valid),
       .wr_addr(reg_wr_addr),

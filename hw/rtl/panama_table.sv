@@ -5,7 +5,9 @@
 // control pipeline.
 //
 // Register writes arrive from panama_axil_regs as one-clock pulses while
-// the control pipeline is empty, so a frame never sees half a command.
+// the control pipeline is empty and `ready` is high (two clocks after the
+// last write), so a frame never sees half a command and a commit sees the
+// checks of the state it applies to.
 // Read ports are combinational (latency 0); the lookup gives the lowest
 // enabled entry whose key matches.
 `default_nettype none
@@ -25,6 +27,8 @@ module panama_table #(
     input  wire logic                        [13:0]  wr_addr,
     input  wire logic                        [31:0]  wr_data,
     input  wire logic                                clear_all,
+    // The commit checks have settled: a register write may proceed.
+    output logic                                     ready,
 
     // Register reads (ENTRY_INDEX, ENTRY_STATUS, E_*); rd_hit when the
     // address is one of them.
@@ -37,7 +41,7 @@ module panama_table #(
     output logic                                     commit_valid,
     output logic                  [ENTRY_BITS-1:0]   commit_entry,
     output logic                             [31:0]  commit_base,
-    output logic                             [31:0]  commit_count,
+    output logic                             [31:0]  commit_end,
 
     // Lookup by key.
     input  wire logic                        [15:0]  lookup_job,
@@ -122,26 +126,30 @@ module panama_table #(
     header_entry.dscp = ent_dscp[header_idx];
   end
 
+  // Enabled keys are unique (a commit that would duplicate one fails), so
+  // the matching index is the OR of the matches: no priority chain.
   always_comb begin
     lookup_hit = 1'b0;
     lookup_entry = '0;
-    for (int i = NUM_ENTRIES - 1; i >= 0; i--) begin
+    for (int i = 0; i < NUM_ENTRIES; i++) begin
       if (ent_enabled[i] && ent_job[i] == lookup_job && ent_tree[i] == lookup_tree) begin
         lookup_hit = 1'b1;
-        lookup_entry = ENTRY_BITS'(i);
+        lookup_entry = lookup_entry | ENTRY_BITS'(i);
       end
     end
   end
 
   // The staged entry, decoded (engine.hpp decode_staged), and its checks.
+  // The checks run over two registered stages (per-entry overlap and key
+  // matches, then the first match), so no path crosses all entries at once;
+  // `ready` holds register writes off until they have settled after the
+  // last change (table state changes only on a write or a reset).
   logic        n_en, n_root;
   logic [15:0] n_job;
   logic [7:0]  n_tree, n_fan_in;
   logic [63:0] n_mask;
   logic [31:0] n_base, n_cnt;
   logic [6:0]  mask_ones;
-  logic [31:0] st_status;
-  logic        st_found;
   logic [ENTRY_BITS-1:0] cmd_entry;
   always_comb begin
     n_job = staged_reg[0][15:0];
@@ -153,43 +161,72 @@ module panama_table #(
     n_base = staged_reg[5];
     n_cnt = staged_reg[6];
     cmd_entry = entry_index_reg[ENTRY_BITS-1:0];
+  end
+
+  // Stage 1: the child-mask population count, the range, and per entry:
+  // overlaps the staged range / has the staged key (enabled others only).
+  logic                   bad_fan_in_reg, bad_range_reg, n_en_reg;
+  logic [6:0]             mask_ones_reg;
+  logic [7:0]             n_fan_in_reg;
+  logic [NUM_ENTRIES-1:0] overlap_reg, same_key_reg;
+  logic [31:0]            n_end_reg;  // one past the staged range
+  always_comb begin
     mask_ones = 7'd0;
     for (int i = 0; i < 64; i++) mask_ones = mask_ones + {6'd0, n_mask[i]};
-    st_status = STATUS_OK;
-    st_found = 1'b0;
-    if (n_fan_in == 8'd0 || n_fan_in > 8'(MAX_FAN_IN) || {1'b0, n_fan_in} > {2'b0, mask_ones}) begin
-      st_status = STATUS_BAD_FAN_IN;
-    end else if (n_cnt == 32'd0 || n_cnt > 32'hFFFF || n_base >= 32'(NUM_SLOTS) ||
-                 n_cnt > 32'(NUM_SLOTS) - n_base) begin
-      st_status = STATUS_BAD_SLOT_RANGE;
-    end else if (n_en) begin
-      for (int i = 0; i < NUM_ENTRIES; i++) begin
-        if (!st_found && 32'(i) != entry_index_reg && ent_enabled[i]) begin
-          if (n_base < ent_base[i] + ent_count[i] && ent_base[i] < n_base + n_cnt) begin
-            st_status = STATUS_SLOT_OVERLAP;
-            st_found = 1'b1;
-          end else if (ent_job[i] == n_job && ent_tree[i] == n_tree) begin
-            st_status = STATUS_DUPLICATE_KEY;
-            st_found = 1'b1;
-          end
-        end
-      end
+  end
+  always_ff @(posedge clk) begin
+    mask_ones_reg <= mask_ones;
+    n_fan_in_reg <= n_fan_in;
+    bad_range_reg <= n_cnt == 32'd0 || n_cnt > 32'hFFFF || n_base >= 32'(NUM_SLOTS) ||
+        n_cnt > 32'(NUM_SLOTS) - n_base;
+    n_en_reg <= n_en;
+    n_end_reg <= n_base + n_cnt;
+    for (int i = 0; i < NUM_ENTRIES; i++) begin
+      overlap_reg[i] <= 32'(i) != entry_index_reg && ent_enabled[i] && n_base < ent_base[i] + ent_count[i] &&
+          ent_base[i] < n_base + n_cnt;
+      same_key_reg[i] <= 32'(i) != entry_index_reg && ent_enabled[i] && ent_job[i] == n_job &&
+          ent_tree[i] == n_tree;
     end
   end
+  assign bad_fan_in_reg = n_fan_in_reg == 8'd0 || n_fan_in_reg > 8'(MAX_FAN_IN) ||
+      {1'b0, n_fan_in_reg} > {2'b0, mask_ones_reg};
+
+  // Stage 2: the status in the model's order; among entries, the first one
+  // that overlaps or has the key decides (overlap first within an entry).
+  logic [NUM_ENTRIES-1:0] conflict, first_conflict;
+  logic [31:0]            st_status, st_status_reg;
+  always_comb begin
+    conflict = overlap_reg | same_key_reg;
+    first_conflict = conflict & (~conflict + NUM_ENTRIES'(1));  // lowest set bit
+    st_status = STATUS_OK;
+    if (bad_fan_in_reg) st_status = STATUS_BAD_FAN_IN;
+    else if (bad_range_reg) st_status = STATUS_BAD_SLOT_RANGE;
+    else if (n_en_reg && conflict != '0)
+      st_status = (first_conflict & overlap_reg) != '0 ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
+  end
+  always_ff @(posedge clk) st_status_reg <= st_status;
+
+  // Clocks until st_status_reg reflects the current state.
+  logic [1:0] settle_reg;
+  always_ff @(posedge clk) begin
+    if (rst || clear_all || wr_valid) settle_reg <= 2'd2;
+    else if (settle_reg != 2'd0) settle_reg <= settle_reg - 2'd1;
+  end
+  assign ready = settle_reg == 2'd0;
 
   logic is_cmd, cmd_known, index_ok, do_commit, do_load, do_disable;
   always_comb begin
     is_cmd = wr_valid && wr_addr == REG_ENTRY_CMD;
     cmd_known = wr_data == CMD_COMMIT || wr_data == CMD_LOAD || wr_data == CMD_DISABLE;
     index_ok = entry_index_reg < 32'(NUM_ENTRIES);
-    do_commit = is_cmd && cmd_known && index_ok && wr_data == CMD_COMMIT && st_status == STATUS_OK;
+    do_commit = is_cmd && cmd_known && index_ok && wr_data == CMD_COMMIT && st_status_reg == STATUS_OK;
     do_load = is_cmd && cmd_known && index_ok && wr_data == CMD_LOAD;
     do_disable = is_cmd && cmd_known && index_ok && wr_data == CMD_DISABLE;
   end
   assign commit_valid = do_commit;
   assign commit_entry = cmd_entry;
   assign commit_base = n_base;
-  assign commit_count = n_cnt;
+  assign commit_end = n_end_reg;
 
   always_ff @(posedge clk) begin
     if (rst || clear_all) begin
@@ -220,7 +257,7 @@ module panama_table #(
       if (is_cmd) begin
         if (!cmd_known) entry_status_reg <= STATUS_BAD_COMMAND;
         else if (!index_ok) entry_status_reg <= STATUS_BAD_INDEX;
-        else if (wr_data == CMD_COMMIT) entry_status_reg <= st_status;
+        else if (wr_data == CMD_COMMIT) entry_status_reg <= st_status_reg;
         else entry_status_reg <= STATUS_OK;
       end
       if (wr_addr >= REG_E_KEY && wr_addr <= REG_E_IP_TTL_DSCP) staged_reg[4'((wr_addr - REG_E_KEY) >> 2)] <= wr_data;
