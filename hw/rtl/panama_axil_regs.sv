@@ -5,7 +5,7 @@
 // read of the high word returns).
 //
 // Writes are accepted when the address and data are both valid and the
-// control pipeline is empty (ctrl_empty), and hold new frames off while they
+// control pipeline is empty and the table has settled (ctrl_empty), and hold new frames off while they
 // wait (write_pending), so every frame sees one configuration. A write is one
 // wr_valid pulse to the table. Reads answer the clock after arvalid.
 `default_nettype none
