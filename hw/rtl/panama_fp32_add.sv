@@ -77,30 +77,45 @@ module panama_fp32_add (
     m_reg <= m1;
   end
 
-  // Leading zeros of a 27-bit significand (27 when it is zero), as a binary
-  // search: five halving steps instead of a 27-long priority chain. Ones
-  // padded below the significand stop the count at 27.
-  function automatic [4:0] clz27(input [26:0] v);
-    reg [31:0] w;
-    clz27 = 5'd0;
-    w = {v, 5'b11111};
-    if (w[31:16] == 16'd0) begin
-      clz27 = clz27 + 5'd16;
-      w = w << 16;
+  // Left normalisation by min(leading zeros, room) in five steps of 16, 8,
+  // 4, 2 and 1 bits, each taken when the top bits are zero and the exponent
+  // still has room: the count and the shift in one log-depth network instead
+  // of a 27-long priority chain followed by a barrel shifter. Greedy steps
+  // give exactly min(leading zeros, room) for a non-zero significand (at most
+  // 26); a zero significand is an exact cancellation, decided elsewhere.
+  // Returns {shift, shifted significand}.
+  function automatic [31:0] normalize_left(input [26:0] m, input [8:0] room);
+    reg [26:0] v;
+    reg [8:0] r;
+    reg [4:0] n;
+    v = m;
+    r = room;
+    n = 5'd0;
+    if (v[26:11] == 16'd0 && r >= 9'd16) begin
+      v = v << 16;
+      r = r - 9'd16;
+      n = n + 5'd16;
     end
-    if (w[31:24] == 8'd0) begin
-      clz27 = clz27 + 5'd8;
-      w = w << 8;
+    if (v[26:19] == 8'd0 && r >= 9'd8) begin
+      v = v << 8;
+      r = r - 9'd8;
+      n = n + 5'd8;
     end
-    if (w[31:28] == 4'd0) begin
-      clz27 = clz27 + 5'd4;
-      w = w << 4;
+    if (v[26:23] == 4'd0 && r >= 9'd4) begin
+      v = v << 4;
+      r = r - 9'd4;
+      n = n + 5'd4;
     end
-    if (w[31:30] == 2'd0) begin
-      clz27 = clz27 + 5'd2;
-      w = w << 2;
+    if (v[26:25] == 2'd0 && r >= 9'd2) begin
+      v = v << 2;
+      r = r - 9'd2;
+      n = n + 5'd2;
     end
-    if (!w[31]) clz27 = clz27 + 5'd1;
+    if (!v[26] && r >= 9'd1) begin
+      v = v << 1;
+      n = n + 5'd1;
+    end
+    normalize_left = {n, v};
   endfunction
 
   // ------------------------------------------------------------ stage 2
@@ -125,10 +140,8 @@ module panama_fp32_add (
       end
     end else begin
       // Renormalise left, but not below the subnormal exponent.
-      lz = clz27(m_reg[26:0]);
       room = e2 - 9'd1;
-      if ({4'd0, lz} > room) lz = room[4:0];
-      m2 = m_reg[26:0] << lz;
+      {lz, m2} = normalize_left(m_reg[26:0], room);
       e2 = e2 - {4'd0, lz};
     end
     grs = m2[2:0];
