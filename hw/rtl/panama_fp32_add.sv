@@ -77,12 +77,52 @@ module panama_fp32_add (
     m_reg <= m1;
   end
 
+  // Left normalisation by min(leading zeros, room) in five steps of 16, 8,
+  // 4, 2 and 1 bits, each taken when the top bits are zero and the exponent
+  // still has room: the count and the shift in one log-depth network instead
+  // of a 27-long priority chain followed by a barrel shifter. Greedy steps
+  // give exactly min(leading zeros, room) for a non-zero significand (at most
+  // 26); a zero significand is an exact cancellation, decided elsewhere.
+  // Returns {shift, shifted significand}.
+  function automatic [31:0] normalize_left(input [26:0] m, input [8:0] room);
+    reg [26:0] v;
+    reg [8:0] r;
+    reg [4:0] n;
+    v = m;
+    r = room;
+    n = 5'd0;
+    if (v[26:11] == 16'd0 && r >= 9'd16) begin
+      v = v << 16;
+      r = r - 9'd16;
+      n = n + 5'd16;
+    end
+    if (v[26:19] == 8'd0 && r >= 9'd8) begin
+      v = v << 8;
+      r = r - 9'd8;
+      n = n + 5'd8;
+    end
+    if (v[26:23] == 4'd0 && r >= 9'd4) begin
+      v = v << 4;
+      r = r - 9'd4;
+      n = n + 5'd4;
+    end
+    if (v[26:25] == 2'd0 && r >= 9'd2) begin
+      v = v << 2;
+      r = r - 9'd2;
+      n = n + 5'd2;
+    end
+    if (!v[26] && r >= 9'd1) begin
+      v = v << 1;
+      n = n + 5'd1;
+    end
+    normalize_left = {n, v};
+  endfunction
+
   // ------------------------------------------------------------ stage 2
   logic [8:0]  e2;
   logic [26:0] m2;
   logic [4:0]  lz;
   logic [8:0]  room;
-  logic        found;
   logic [2:0]  grs;
   logic [24:0] sig;
   logic [31:0] mag;
@@ -92,7 +132,6 @@ module panama_fp32_add (
     e2 = {1'b0, e_reg};
     m2 = m_reg[26:0];
     lz = 5'd0;
-    found = 1'b0;
     room = 9'd0;
     if (!subtract_reg) begin
       if (m_reg[27]) begin  // carry out: renormalise right, keep the sticky bit
@@ -101,13 +140,8 @@ module panama_fp32_add (
       end
     end else begin
       // Renormalise left, but not below the subnormal exponent.
-      for (int bit_i = 26; bit_i >= 0; bit_i--) begin
-        if (!found && m_reg[bit_i]) found = 1'b1;
-        if (!found) lz = lz + 5'd1;
-      end
       room = e2 - 9'd1;
-      if ({4'd0, lz} > room) lz = room[4:0];
-      m2 = m_reg[26:0] << lz;
+      {lz, m2} = normalize_left(m_reg[26:0], room);
       e2 = e2 - {4'd0, lz};
     end
     grs = m2[2:0];

@@ -74,5 +74,69 @@ package panama_wire_pkg;
   // IPv4 total length and UDP length of a frame carrying n elements.
   localparam int IP_FIXED_BYTES = IP_HEADER_BYTES + UDP_HEADER_BYTES + PANAMA_HEADER_BYTES;
   localparam int UDP_FIXED_BYTES = UDP_HEADER_BYTES + PANAMA_HEADER_BYTES;
+  // The first 64 bytes of a frame as typed fields (Ethernet II, IPv4 without
+  // options, UDP, PANAMA header): the structs put the first wire byte in the
+  // most significant bits, so after header_from_beat every multi-byte field
+  // reads as a number in network order, with no hand-counted offsets.
+  // tests/rtl/test_wire_pkg.cpp checks each field's position against the
+  // byte offsets above.
+  typedef struct packed {
+    logic [47:0] dst;
+    logic [47:0] src;
+    logic [15:0] ethertype;
+  } eth_header_t;
+
+  typedef struct packed {
+    logic [7:0]  ver_ihl;
+    logic [5:0]  dscp;
+    logic [1:0]  ecn;
+    logic [15:0] total_len;
+    logic [15:0] id;
+    logic [15:0] flags_frag;
+    logic [7:0]  ttl;
+    logic [7:0]  proto;
+    logic [15:0] checksum;
+    logic [31:0] src;
+    logic [31:0] dst;
+  } ipv4_header_t;
+
+  typedef struct packed {
+    logic [15:0] src_port;
+    logic [15:0] dst_port;
+    logic [15:0] length;
+    logic [15:0] checksum;
+  } udp_header_t;
+
+  typedef struct packed {
+    logic [7:0]  version;
+    logic [7:0]  pkt_type;
+    logic [15:0] job_id;
+    logic [7:0]  tree_id;
+    logic [7:0]  elem_type;
+    logic [15:0] child_id;
+    logic [31:0] seq;
+    logic [15:0] cwnd_cap;
+    logic [15:0] elem_count;
+    logic [47:0] pad;
+  } panama_header_t;
+
+  typedef struct packed {
+    eth_header_t    eth;
+    ipv4_header_t   ip;
+    udp_header_t    udp;
+    panama_header_t panama;
+  } frame_header_t;
+
+  // Beat byte k (tdata[8k+7:8k]) is wire byte k; the struct wants wire byte 0
+  // on top. Functions in Verilog-2005 form: Yosys 0.23 reads these.
+  function automatic frame_header_t header_from_beat(input logic [511:0] beat);
+    integer k;
+    for (k = 0; k < BEAT_BYTES; k = k + 1) header_from_beat[511-8*k-:8] = beat[8*k+:8];
+  endfunction
+
+  function automatic [511:0] beat_from_header(input frame_header_t h);
+    integer k;
+    for (k = 0; k < BEAT_BYTES; k = k + 1) beat_from_header[8*k+:8] = h[511-8*k-:8];
+  endfunction
 endpackage
 `default_nettype wire

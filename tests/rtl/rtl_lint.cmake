@@ -5,22 +5,39 @@ cmake_minimum_required(VERSION 3.25)
 if(NOT VERILATOR OR NOT EXISTS "${VERILATOR}")
   message(FATAL_ERROR "verilator not found (install the verilator package)")
 endif()
-set(pkgs ${RTL_DIR}/lint.vlt ${RTL_DIR}/panama_regmap_pkg.sv ${RTL_DIR}/panama_wire_pkg.sv)
-set(all ${RTL_DIR}/panama_fifo.sv ${RTL_DIR}/panama_divider.sv ${RTL_DIR}/panama_fp32_add.sv
-        ${RTL_DIR}/panama_fp32_add16.sv ${RTL_DIR}/panama_engine.sv)
+# hw/rtl/sources.txt lists every source in compile order (packages first).
+file(STRINGS ${RTL_DIR}/sources.txt listed REGEX "^[^#]")
+set(pkgs ${RTL_DIR}/lint.vlt)
+set(all "")
+foreach(f ${listed})
+  list(APPEND all ${RTL_DIR}/${f})
+endforeach()
 file(GLOB found ${RTL_DIR}/*.sv)
 foreach(f ${found})
-  if(NOT f IN_LIST all AND NOT f MATCHES "_pkg\\.sv$")
-    message(FATAL_ERROR "RTL file ${f} is not in the lint list of tests/rtl/rtl_lint.cmake")
+  if(NOT f IN_LIST all)
+    message(FATAL_ERROR "RTL file ${f} is not listed in hw/rtl/sources.txt")
   endif()
 endforeach()
+# The Vitis kernel wrapper, linted with the engine below it.
+set(kernel ${RTL_DIR}/../vitis/rtl/panama_engine_kernel.sv)
 set(runs
     "panama_fifo|"
     "panama_divider|"
     "panama_fp32_add|"
     "panama_fp32_add16|"
+    "panama_ipv4_checksum|"
+    "panama_frame_input|"
+    "panama_classifier|"
+    "panama_table|"
+    "panama_decision|"
+    "panama_action_builder|"
+    "panama_datapath|"
+    "panama_counters|"
+    "panama_axil_regs|"
     "panama_engine|"
-    "panama_engine|-GNUM_ENTRIES=8,-GNUM_SLOTS=64,-GSLOT_WORDS=144")
+    "panama_engine|-GNUM_ENTRIES=8,-GNUM_SLOTS=64,-GSLOT_WORDS=144"
+    "panama_engine|-GNUM_ENTRIES=8,-GNUM_SLOTS=16,-GSLOT_WORDS=16"
+    "panama_engine_kernel|")
 set(failed 0)
 foreach(run ${runs})
   string(REPLACE "|" ";" parts "${run}")
@@ -31,7 +48,7 @@ foreach(run ${runs})
   if(n GREATER 1)
     list(SUBLIST parts 1 -1 params)
   endif()
-  execute_process(COMMAND ${VERILATOR} --lint-only -Wall --top-module ${top} ${params} ${pkgs} ${all}
+  execute_process(COMMAND ${VERILATOR} --lint-only -Wall --top-module ${top} ${params} ${pkgs} ${all} ${kernel}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc EQUAL 0 AND "${err}" STREQUAL "")
     message(STATUS "lint clean: ${top} ${params}")

@@ -140,3 +140,109 @@ TEST_CASE("SystemVerilog wire package mirrors wire.hpp", "[rtl][wire]") {
   }
   CHECK(sv.size() == want.size());
 }
+
+namespace {
+
+struct SvField {
+  std::string name;
+  std::string type;  // "" for logic vectors, else a struct type name
+  int bits = 0;
+};
+
+// typedef struct packed { ... } name_t; blocks of the package, fields in
+// declaration order (the first field is the most significant).
+std::map<std::string, std::vector<SvField>> parse_structs(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const std::regex block(R"(typedef\s+struct\s+packed\s*\{([^}]*)\}\s*([a-z0-9_]+)\s*;)");
+  const std::regex vec(R"(logic\s*(?:\[(\d+):0\])?\s*([a-z0-9_]+)\s*;)");
+  const std::regex sub(R"(^\s*([a-z0-9_]+_t)\s+([a-z0-9_]+)\s*;)");
+  std::map<std::string, std::vector<SvField>> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), block); it != std::sregex_iterator(); ++it) {
+    std::vector<SvField> fields;
+    std::stringstream body((*it)[1].str());
+    std::string line;
+    while (std::getline(body, line)) {
+      std::smatch m;
+      if (std::regex_search(line, m, vec)) {
+        fields.push_back({m[2], "", m[1].matched ? std::stoi(m[1]) + 1 : 1});
+      } else if (std::regex_search(line, m, sub)) {
+        fields.push_back({m[2], m[1], 0});
+      }
+    }
+    out[(*it)[2]] = fields;
+  }
+  return out;
+}
+
+int struct_bits(const std::map<std::string, std::vector<SvField>>& s, const std::string& type) {
+  int n = 0;
+  for (const auto& f : s.at(type)) n += f.type.empty() ? f.bits : struct_bits(s, f.type);
+  return n;
+}
+
+// Bit offset from the top of `type` and width of every leaf field, by path.
+void layout(const std::map<std::string, std::vector<SvField>>& s, const std::string& type,
+            const std::string& prefix, int start, std::map<std::string, std::pair<int, int>>* out) {
+  for (const auto& f : s.at(type)) {
+    const int w = f.type.empty() ? f.bits : struct_bits(s, f.type);
+    if (f.type.empty()) {
+      (*out)[prefix + f.name] = {start, w};
+    } else {
+      layout(s, f.type, prefix + f.name + ".", start, out);
+    }
+    start += w;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("SystemVerilog header structs put every field at its wire.hpp offset", "[rtl][wire]") {
+  using namespace panama::wire;
+  const auto structs = parse_structs(std::string(PANAMA_RTL_DIR) + "/panama_wire_pkg.sv");
+  REQUIRE(structs.count("frame_header_t") == 1);
+  // The struct is exactly the first beat: wire byte k sits at bits 511-8k.. of it.
+  REQUIRE(struct_bits(structs, "frame_header_t") == 8 * static_cast<int>(kBeatBytes));
+  std::map<std::string, std::pair<int, int>> fields;
+  layout(structs, "frame_header_t", "", 0, &fields);
+  // {byte offset, bytes} of each field in wire.hpp; sub-byte fields in bits.
+  const std::map<std::string, std::pair<int, int>> want_bits = {
+      {"eth.dst", {8 * kEthDst, 48}},
+      {"eth.src", {8 * kEthSrc, 48}},
+      {"eth.ethertype", {8 * kEthType, 16}},
+      {"ip.ver_ihl", {8 * kIpVerIhl, 8}},
+      {"ip.dscp", {8 * kIpTos, 6}},
+      {"ip.ecn", {8 * kIpTos + 6, 2}},
+      {"ip.total_len", {8 * kIpTotalLen, 16}},
+      {"ip.id", {8 * kIpId, 16}},
+      {"ip.flags_frag", {8 * kIpFlagsFrag, 16}},
+      {"ip.ttl", {8 * kIpTtl, 8}},
+      {"ip.proto", {8 * kIpProto, 8}},
+      {"ip.checksum", {8 * kIpChecksum, 16}},
+      {"ip.src", {8 * kIpSrc, 32}},
+      {"ip.dst", {8 * kIpDst, 32}},
+      {"udp.src_port", {8 * kUdpSrcPort, 16}},
+      {"udp.dst_port", {8 * kUdpDstPort, 16}},
+      {"udp.length", {8 * kUdpLength, 16}},
+      {"udp.checksum", {8 * kUdpChecksum, 16}},
+      {"panama.version", {8 * kPanamaVersion, 8}},
+      {"panama.pkt_type", {8 * kPanamaType, 8}},
+      {"panama.job_id", {8 * kPanamaJobId, 16}},
+      {"panama.tree_id", {8 * kPanamaTreeId, 8}},
+      {"panama.elem_type", {8 * kPanamaElemType, 8}},
+      {"panama.child_id", {8 * kPanamaChildId, 16}},
+      {"panama.seq", {8 * kPanamaSeq, 32}},
+      {"panama.cwnd_cap", {8 * kPanamaCwndCap, 16}},
+      {"panama.elem_count", {8 * kPanamaElemCount, 16}},
+      {"panama.pad", {8 * kPanamaPad, 8 * kPanamaPadBytes}},
+  };
+  for (const auto& [path, want] : want_bits) {
+    INFO("field " << path);
+    REQUIRE(fields.count(path) == 1);
+    CHECK(fields.at(path) == want);
+  }
+  CHECK(fields.size() == want_bits.size());
+}

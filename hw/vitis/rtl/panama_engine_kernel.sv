@@ -20,6 +20,9 @@ module panama_engine_kernel #(
     input  wire logic         s_axis_tvalid,
     output logic              s_axis_tready,
     input  wire logic         s_axis_tlast,
+    // Bit 0: the MAC marks the frame bad (CMAC rx tuser: bad FCS or PHY
+    // error, on the frame's last beat); the engine drops and counts it.
+    input  wire logic [0:0]   s_axis_tuser,
 
     // Frames to the network (CMAC transmit side).
     output logic      [511:0] m_axis_tdata,
@@ -69,6 +72,7 @@ module panama_engine_kernel #(
       .s_axis_tvalid(s_axis_tvalid),
       .s_axis_tready(s_axis_tready),
       .s_axis_tlast(s_axis_tlast),
+      .s_axis_tuser(s_axis_tuser),
       .m_axis_tdata(m_axis_tdata),
       .m_axis_tkeep(m_axis_tkeep),
       .m_axis_tvalid(m_axis_tvalid),

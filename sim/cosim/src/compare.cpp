@@ -96,10 +96,15 @@ CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& s
     std::vector<Frame> mout, rout;
     std::vector<EngineOutcome> moc;
     auto msink = [&](const uint8_t* d, uint32_t n) { mout.emplace_back(d, d + n); };
-    for (const auto& f : frames)
-      moc.push_back(model->process_frame(f.data(), static_cast<uint32_t>(f.size()), msink));
-    const std::vector<EngineOutcome> roc =
-        rtl.run(frames, [&](const uint8_t* d, uint32_t n) { rout.emplace_back(d, d + n); });
+    static const std::vector<uint8_t> kNoMacErrors;
+    const std::vector<uint8_t>& mac = s < sc.mac_errors.size() ? sc.mac_errors[s] : kNoMacErrors;
+    for (size_t i = 0; i < frames.size(); ++i) {
+      const auto& f = frames[i];
+      const bool bad = !mac.empty() && mac.at(i) != 0;
+      moc.push_back(model->process_frame(f.data(), static_cast<uint32_t>(f.size()), msink, bad));
+    }
+    const std::vector<EngineOutcome> roc = rtl.run(
+        frames, [&](const uint8_t* d, uint32_t n) { rout.emplace_back(d, d + n); }, mac);
     for (size_t i = 0; i < frames.size(); ++i) {
       const EngineOutcome& a = moc[i];
       const EngineOutcome& b = roc[i];

@@ -341,6 +341,16 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
     }
   }
   if (n_segments > 1) sc.between[n_segments - 2].push_back({kControl, kControlEnable});
+  // MAC errors from a generator of their own, so a seed gives the same frames
+  // whatever the MAC error fraction.
+  if (opt.mac_error > 0.0) {
+    std::mt19937_64 mac_rng(seed ^ 0x4D41435F4552524FULL);
+    sc.mac_errors.resize(n_segments);
+    for (uint32_t s = 0; s < n_segments; ++s) {
+      for (size_t i = 0; i < sc.segments[s].size(); ++i)
+        sc.mac_errors[s].push_back(unit(mac_rng) < opt.mac_error ? 1 : 0);
+    }
+  }
   return sc;
 }
 

@@ -1,8 +1,6 @@
 // The "rtl" engine backend (panama/rtl_backend.hpp).
 #include "panama/rtl_backend.hpp"
 
-#include <stdexcept>
-
 namespace panama::cosim {
 
 RtlBackend::RtlBackend()
@@ -27,10 +25,7 @@ void RtlBackend::reg_write(uint32_t addr, uint32_t value) {
 }
 
 EngineOutcome RtlBackend::process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink, bool mac_error) {
-  if (mac_error) {
-    throw std::invalid_argument("rtl backend: this RTL build has no MAC error input (s_axis_tuser)");
-  }
-  return rtl_->process_frame_fn(frame, len, sink);
+  return rtl_->process_frame_fn(frame, len, sink, mac_error);
 }
 
 }  // namespace panama::cosim

@@ -66,6 +66,7 @@ struct RtlEngine::Impl {
     top->s_axis_tvalid = 0;
     top->s_axis_tlast = 0;
     top->s_axis_tkeep = 0;
+    top->s_axis_tuser = 0;
     top->m_axis_tready = 1;
     top->s_axil_awvalid = 0;
     top->s_axil_wvalid = 0;
@@ -148,11 +149,21 @@ struct RtlEngine::Impl {
     }
   }
 
-  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink) {
+  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink,
+                                 const std::vector<uint8_t>& mac_errors) {
     for (const auto& f : frames) {
       if (f.empty())
         throw std::invalid_argument("RtlEngine: a frame of 0 bytes cannot be sent on AXI4-Stream");
     }
+    if (!mac_errors.empty() && mac_errors.size() != frames.size())
+      throw std::invalid_argument("RtlEngine: one MAC error flag per frame, or none");
+    uint32_t mac_beat = 0;  // beat of the current frame that carries tuser[0]
+    auto pick_mac_beat = [&](size_t i) {
+      if (mac_errors.empty() || !mac_errors[i]) return;
+      const uint32_t beats = static_cast<uint32_t>((frames[i].size() + kBeatBytes - 1) / kBeatBytes);
+      mac_beat = static_cast<uint32_t>(rng() % beats);
+    };
+    if (!frames.empty()) pick_mac_beat(0);
     std::vector<EngineOutcome> outcomes;
     outcomes.reserve(frames.size());
     size_t frame = 0;
@@ -183,10 +194,12 @@ struct RtlEngine::Impl {
         }
         top->s_axis_tkeep = n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1);
         top->s_axis_tlast = off + n >= f.size();
+        top->s_axis_tuser = !mac_errors.empty() && mac_errors[frame] && beat == mac_beat;
         top->s_axis_tvalid = 1;
       } else {
         top->s_axis_tvalid = 0;
         top->s_axis_tlast = 0;
+        top->s_axis_tuser = 0;
       }
       top->m_axis_tready =
           !(shaping.out_stall_probability > 0.0 && unit(rng) < shaping.out_stall_probability);
@@ -243,6 +256,7 @@ struct RtlEngine::Impl {
           ++frame;
           ++stats.frames_in;
           beat = 0;
+          if (frame < frames.size()) pick_mac_beat(frame);
         }
         presenting = false;
       }
@@ -280,18 +294,19 @@ void RtlEngine::reg_write(uint32_t addr, uint32_t value) {
   impl_->reg_write(addr, value);
 }
 
-EngineOutcome RtlEngine::process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink) {
+EngineOutcome RtlEngine::process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink,
+                                          bool mac_error) {
   if (len == 0) {
     // An empty frame cannot exist on AXI4-Stream; count it as the model would.
     throw std::invalid_argument("RtlEngine: a frame of 0 bytes cannot be sent on AXI4-Stream");
   }
   const std::vector<std::vector<uint8_t>> one{std::vector<uint8_t>(frame, frame + len)};
-  return impl_->run(one, sink).at(0);
+  return impl_->run(one, sink, mac_error ? std::vector<uint8_t>{1} : std::vector<uint8_t>{}).at(0);
 }
 
 std::vector<EngineOutcome> RtlEngine::run(const std::vector<std::vector<uint8_t>>& frames,
-                                          const FrameSink& sink) {
-  return impl_->run(frames, sink);
+                                          const FrameSink& sink, const std::vector<uint8_t>& mac_errors) {
+  return impl_->run(frames, sink, mac_errors);
 }
 
 void RtlEngine::set_shaping(const StreamShaping& s) {

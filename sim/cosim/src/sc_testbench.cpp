@@ -30,6 +30,7 @@ SC_MODULE(EngineTestbench) {
   sc_signal<sc_bv<512>> s_tdata, m_tdata;
   sc_signal<uint64_t> s_tkeep, m_tkeep;
   sc_signal<bool> s_tvalid, s_tready, s_tlast, m_tvalid, m_tready, m_tlast;
+  sc_signal<bool> s_tuser;  // MAC error flag, held low: this bench sends good frames
   sc_signal<uint32_t> awaddr, wdata, wstrb, bresp, araddr, rdata, rresp;
   sc_signal<bool> awvalid, awready, wvalid, wready, bvalid, bready, arvalid, arready, rvalid, rready;
   sc_signal<bool> idle, stall_in, stall_desc, stall_reg, dec_valid;
@@ -55,6 +56,7 @@ SC_MODULE(EngineTestbench) {
     dut->s_axis_tvalid(s_tvalid);
     dut->s_axis_tready(s_tready);
     dut->s_axis_tlast(s_tlast);
+    dut->s_axis_tuser(s_tuser);
     dut->m_axis_tdata(m_tdata);
     dut->m_axis_tkeep(m_tkeep);
     dut->m_axis_tvalid(m_tvalid);

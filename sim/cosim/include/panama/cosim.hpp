@@ -29,6 +29,9 @@ struct Scenario {
   std::vector<RegWrite> setup;
   std::vector<std::vector<Frame>> segments;
   std::vector<std::vector<RegWrite>> between;  // between[i] runs after segments[i]
+  // mac_errors[i]: empty, or one flag per frame of segments[i] (the MAC marks
+  // the frame bad: s_axis_tuser[0] on the RTL, mac_error on the model).
+  std::vector<std::vector<uint8_t>> mac_errors;
   size_t frame_count() const;
 };
 
@@ -39,6 +42,7 @@ struct TrafficOptions {
   double foreign = 0.06;    // fraction of non-PANAMA and result-down frames
   double duplicate = 0.08;  // fraction of frames sent again
   double retransmission = 0.06;
+  double mac_error = 0.02;       // fraction of frames the MAC marks bad
   bool register_changes = true;  // register writes between segments
 };
 

@@ -71,16 +71,22 @@ class RtlEngine {
   void reg_write(uint32_t addr, uint32_t value);
 
   // The same contract as Engine::process_frame; the outcome comes from the
-  // engine's decision status port.
+  // engine's decision status port. `mac_error` drives s_axis_tuser[0] on one
+  // beat of the frame (the MAC's bad-FCS flag).
   template <class Sink>
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink) {
-    return process_frame_fn(frame, len, FrameSink([&sink](const uint8_t* d, uint32_t n) { sink(d, n); }));
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
+    return process_frame_fn(frame, len, FrameSink([&sink](const uint8_t* d, uint32_t n) { sink(d, n); }),
+                            mac_error);
   }
-  EngineOutcome process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink);
+  EngineOutcome process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink,
+                                 bool mac_error = false);
 
   // Streams `frames` back to back (shaped by set_shaping), waits until the
-  // engine is idle, and returns one outcome per frame in order.
-  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink);
+  // engine is idle, and returns one outcome per frame in order. `mac_errors`
+  // is empty (no MAC errors) or holds one flag per frame; a flagged frame
+  // carries s_axis_tuser[0] on one beat chosen by the shaping generator.
+  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink,
+                                 const std::vector<uint8_t>& mac_errors = {});
 
   void set_shaping(const StreamShaping& s);
   const CycleStats& stats() const;
