@@ -67,7 +67,7 @@ inline uint32_t mac_lo(const MacBytes& m) {
   return (uint32_t{m[2]} << 24) | (uint32_t{m[3]} << 16) | (uint32_t{m[4]} << 8) | m[5];
 }
 inline MacBytes mac_from(uint32_t hi, uint32_t lo) {
-  return {static_cast<uint8_t>(hi >> 8), static_cast<uint8_t>(hi),       static_cast<uint8_t>(lo >> 24),
+  return {static_cast<uint8_t>(hi >> 8),  static_cast<uint8_t>(hi),      static_cast<uint8_t>(lo >> 24),
           static_cast<uint8_t>(lo >> 16), static_cast<uint8_t>(lo >> 8), static_cast<uint8_t>(lo)};
 }
 }  // namespace detail

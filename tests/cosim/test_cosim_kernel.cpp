@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "panama/kernel_cosim.hpp"
+#include "panama/pcap_file.hpp"
 
 using namespace panama;
 using namespace panama::cosim;
@@ -33,8 +34,7 @@ void check_scenario(const Scenario& sc, const StreamShaping& shaping, const Kern
   const CompareResult r = compare_kernel(sc, shared_rtl(), shaping, driving);
   if (!r.ok) {
     const std::string path = "cosim-kernel-fail-seed-" + std::to_string(sc.seed) + ".pcap";
-    std::string err;
-    write_pcap(path, all_frames(sc), &err);
+    pcapio::write_frames(path, all_frames(sc));
     std::printf("kernel co-simulation failed, seed %llu, traffic in %s\n",
                 static_cast<unsigned long long>(sc.seed), path.c_str());
   }

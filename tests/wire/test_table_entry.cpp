@@ -90,7 +90,8 @@ TEST_CASE("a DSCP over 6 bits does not spill into other fields", "[wire][regmap]
   CHECK(r[staged_index(regmap::kEIpTtlDscp)] == (63u | (0x3Fu << 8)));
 }
 
-TEST_CASE("the staged registers are consecutive and entry_commit_writes ends with the commit", "[wire][regmap]") {
+TEST_CASE("the staged registers are consecutive and entry_commit_writes ends with the commit",
+          "[wire][regmap]") {
   std::vector<std::pair<uint32_t, uint32_t>> writes;
   entry_commit_writes(5, sample(), [&](uint32_t a, uint32_t v) { writes.emplace_back(a, v); });
   REQUIRE(writes.size() == regmap::kNumStagedRegisters + 2);

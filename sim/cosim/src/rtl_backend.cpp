@@ -4,7 +4,8 @@
 namespace panama::cosim {
 
 RtlBackend::RtlBackend()
-    : rtl_(std::make_unique<RtlEngine>()), udp_port_(static_cast<uint16_t>(rtl_->reg_read(regmap::kUdpPort))) {}
+    : rtl_(std::make_unique<RtlEngine>()),
+      udp_port_(static_cast<uint16_t>(rtl_->reg_read(regmap::kUdpPort))) {}
 
 std::string RtlBackend::description() const {
   return "Verilated RTL engine (hw/rtl, " + std::to_string(RtlEngine::kTableEntries) + " entries, " +
@@ -24,7 +25,8 @@ void RtlBackend::reg_write(uint32_t addr, uint32_t value) {
   }
 }
 
-EngineOutcome RtlBackend::process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink, bool mac_error) {
+EngineOutcome RtlBackend::process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
+                                        bool mac_error) {
   return rtl_->process_frame_fn(frame, len, sink, mac_error);
 }
 

@@ -16,14 +16,15 @@ std::string register_name(uint32_t offset) {
   }
   if (offset >= kGlobalCounterBase && offset < kGlobalCounterBase + 8 * kNumGlobalCounters) {
     const uint32_t c = (offset - kGlobalCounterBase) / 8;
-    return std::string("counter ") + kGlobalCounterNames[c] + (offset % 8 ? " high word" : "") + " (" + hex + ")";
+    return std::string("counter ") + kGlobalCounterNames[c] + (offset % 8 ? " high word" : "") + " (" + hex +
+           ")";
   }
   if (offset >= kEntryCounterBase) {
     const uint32_t e = (offset - kEntryCounterBase) / kEntryCounterStride;
     const uint32_t c = (offset - kEntryCounterBase - e * kEntryCounterStride) / 8;
     if (c < kNumEntryCounters) {
-      return "entry " + std::to_string(e) + " counter " + kEntryCounterNames[c] + (offset % 8 ? " high word" : "") +
-             " (" + hex + ")";
+      return "entry " + std::to_string(e) + " counter " + kEntryCounterNames[c] +
+             (offset % 8 ? " high word" : "") + " (" + hex + ")";
     }
   }
   return std::string("register ") + hex;
