@@ -10,49 +10,9 @@ namespace panama::cosim {
 
 namespace {
 using namespace panama::regmap;
-constexpr uint32_t kEntries = RtlEngine::kTableEntries;
 }  // namespace
 
 namespace {
-
-std::string hex_diff(const Frame& a, const Frame& b) {
-  std::ostringstream o;
-  o << "lengths " << a.size() << " (model) and " << b.size() << " (rtl)";
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    if (a[i] != b[i]) {
-      o << ", first difference at byte " << i << ": model 0x" << std::hex << int{a[i]} << " rtl 0x"
-        << int{b[i]} << std::dec;
-      break;
-    }
-  }
-  return o.str();
-}
-
-template <class E>
-void apply_writes(E& eng, const std::vector<RegWrite>& w, std::vector<uint32_t>* statuses) {
-  for (const auto& r : w) {
-    eng.reg_write(r.addr, r.value);
-    if (r.addr == kEntryCmd) statuses->push_back(eng.reg_read(kEntryStatus));
-  }
-}
-
-// Every register and counter, read the way a driver reads them.
-template <class E>
-std::vector<uint32_t> read_all(E& eng) {
-  std::vector<uint32_t> v;
-  for (uint32_t a = 0; a < kGlobalCounterBase; a += 4) v.push_back(eng.reg_read(a));
-  for (uint32_t c = 0; c < kNumGlobalCounters; ++c) {
-    v.push_back(eng.reg_read(global_counter_addr(c)));
-    v.push_back(eng.reg_read(global_counter_addr(c) + 4));
-  }
-  for (uint32_t e = 0; e < kEntries; ++e) {
-    for (uint32_t c = 0; c < kNumEntryCounters; ++c) {
-      v.push_back(eng.reg_read(entry_counter_addr(e, c)));
-      v.push_back(eng.reg_read(entry_counter_addr(e, c) + 4));
-    }
-  }
-  return v;
-}
 
 std::string reg_name(size_t i) {
   std::ostringstream o;
@@ -105,31 +65,8 @@ CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& s
     }
     const std::vector<EngineOutcome> roc = rtl.run(
         frames, [&](const uint8_t* d, uint32_t n) { rout.emplace_back(d, d + n); }, mac);
-    for (size_t i = 0; i < frames.size(); ++i) {
-      const EngineOutcome& a = moc[i];
-      const EngineOutcome& b = roc[i];
-      const bool dropped = a.action == EngineAction::kDropped;
-      if (a.action != b.action || a.entry != b.entry || (dropped && a.drop_counter != b.drop_counter)) {
-        std::ostringstream o;
-        o << "frame " << base + i << " (" << frames[i].size() << " bytes): model action "
-          << static_cast<int>(a.action) << " counter " << a.drop_counter << " entry " << a.entry
-          << ", rtl action " << static_cast<int>(b.action) << " counter " << b.drop_counter << " entry "
-          << b.entry;
-        return fail(o.str());
-      }
-    }
-    if (mout.size() != rout.size()) {
-      std::ostringstream o;
-      o << "segment " << s << ": model sent " << mout.size() << " frames, rtl " << rout.size();
-      return fail(o.str());
-    }
-    for (size_t i = 0; i < mout.size(); ++i) {
-      if (mout[i] != rout[i]) {
-        std::ostringstream o;
-        o << "segment " << s << " emitted frame " << i << " differs: " << hex_diff(mout[i], rout[i]);
-        return fail(o.str());
-      }
-    }
+    if (auto d = diff_outcomes("model", frames, base, moc, roc); !d.empty()) return fail(d);
+    if (auto d = diff_emitted("model", s, mout, rout); !d.empty()) return fail(d);
     res.emitted += mout.size();
     base += frames.size();
     ms.clear();
@@ -138,18 +75,68 @@ CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& s
     apply_writes(rtl, sc.between[s], &rs);
     if (ms != rs) return fail("entry command statuses differ between segments");
   }
-  const auto mr = read_all(*model);
-  const auto rr = read_all(rtl);
-  for (size_t i = 0; i < mr.size(); ++i) {
-    if (mr[i] != rr[i]) {
-      std::ostringstream o;
-      o << reg_name(i) << ": model " << mr[i] << " rtl " << rr[i];
-      return fail(o.str());
-    }
-  }
+  if (auto d = diff_registers("model", read_all(*model), read_all(rtl)); !d.empty()) return fail(d);
   res.frames = base;
   res.stats = rtl.stats();
   return res;
+}
+
+std::string diff_outcomes(const char* ref, const std::vector<Frame>& frames, size_t first,
+                          const std::vector<EngineOutcome>& ref_out,
+                          const std::vector<EngineOutcome>& rtl_out) {
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const EngineOutcome& a = ref_out.at(i);
+    const EngineOutcome& b = rtl_out.at(i);
+    const bool dropped = a.action == EngineAction::kDropped;
+    if (a.action != b.action || a.entry != b.entry || (dropped && a.drop_counter != b.drop_counter)) {
+      std::ostringstream o;
+      o << "frame " << first + i << " (" << frames[i].size() << " bytes): " << ref << " action "
+        << static_cast<int>(a.action) << " counter " << a.drop_counter << " entry " << a.entry
+        << ", rtl action " << static_cast<int>(b.action) << " counter " << b.drop_counter << " entry "
+        << b.entry;
+      return o.str();
+    }
+  }
+  return "";
+}
+
+std::string diff_emitted(const char* ref, size_t segment, const std::vector<Frame>& ref_frames,
+                         const std::vector<Frame>& rtl_frames) {
+  std::ostringstream o;
+  if (ref_frames.size() != rtl_frames.size()) {
+    o << "segment " << segment << ": " << ref << " sent " << ref_frames.size() << " frames, rtl "
+      << rtl_frames.size();
+    return o.str();
+  }
+  for (size_t i = 0; i < ref_frames.size(); ++i) {
+    const Frame& a = ref_frames[i];
+    const Frame& b = rtl_frames[i];
+    if (a == b) continue;
+    o << "segment " << segment << " emitted frame " << i << " differs: lengths " << a.size() << " (" << ref
+      << ") and " << b.size() << " (rtl)";
+    for (size_t k = 0; k < std::min(a.size(), b.size()); ++k) {
+      if (a[k] != b[k]) {
+        o << ", first difference at byte " << k << " (beat " << k / wire::kBeatBytes << " byte "
+          << k % wire::kBeatBytes << "): " << ref << " 0x" << std::hex << int{a[k]} << " rtl 0x" << int{b[k]}
+          << std::dec;
+        break;
+      }
+    }
+    return o.str();
+  }
+  return "";
+}
+
+std::string diff_registers(const char* ref, const std::vector<uint32_t>& ref_words,
+                           const std::vector<uint32_t>& rtl_words) {
+  for (size_t i = 0; i < ref_words.size() && i < rtl_words.size(); ++i) {
+    if (ref_words[i] != rtl_words[i]) {
+      std::ostringstream o;
+      o << reg_name(i) << ": " << ref << " " << ref_words[i] << " rtl " << rtl_words[i];
+      return o.str();
+    }
+  }
+  return ref_words.size() == rtl_words.size() ? "" : "register read-outs differ in length";
 }
 
 }  // namespace panama::cosim

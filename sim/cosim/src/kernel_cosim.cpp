@@ -16,33 +16,6 @@ namespace {
 
 using namespace panama::regmap;
 
-template <class E>
-void apply_writes(E& eng, const std::vector<RegWrite>& w, std::vector<uint32_t>* statuses) {
-  for (const auto& r : w) {
-    eng.reg_write(r.addr, r.value);
-    if (r.addr == kEntryCmd) statuses->push_back(eng.reg_read(kEntryStatus));
-  }
-}
-
-// Every register and counter, read the way a driver reads them (low word
-// first, so the high word comes from the latch).
-template <class E>
-std::vector<uint32_t> read_all(E& eng) {
-  std::vector<uint32_t> v;
-  for (uint32_t a = 0; a < kGlobalCounterBase; a += 4) v.push_back(eng.reg_read(a));
-  for (uint32_t c = 0; c < kNumGlobalCounters; ++c) {
-    v.push_back(eng.reg_read(global_counter_addr(c)));
-    v.push_back(eng.reg_read(global_counter_addr(c) + 4));
-  }
-  for (uint32_t e = 0; e < RtlEngine::kTableEntries; ++e) {
-    for (uint32_t c = 0; c < kNumEntryCounters; ++c) {
-      v.push_back(eng.reg_read(entry_counter_addr(e, c)));
-      v.push_back(eng.reg_read(entry_counter_addr(e, c) + 4));
-    }
-  }
-  return v;
-}
-
 // Runs one segment of frames through the kernel: frames are queued as beats,
 // the region is invoked once per frame (plus idle invocations), and output
 // beats are drained only now and then. Returns one outcome per frame.
@@ -109,39 +82,8 @@ CompareResult compare_kernel(const Scenario& sc, RtlEngine& rtl, const StreamSha
     }
     const std::vector<EngineOutcome> roc =
         rtl.run(frames, [&](const uint8_t* d, uint32_t n) { rout.emplace_back(d, d + n); });
-    for (size_t i = 0; i < frames.size(); ++i) {
-      const EngineOutcome& a = koc[i];
-      const EngineOutcome& b = roc[i];
-      const bool dropped = a.action == EngineAction::kDropped;
-      if (a.action != b.action || a.entry != b.entry || (dropped && a.drop_counter != b.drop_counter)) {
-        std::ostringstream o;
-        o << "frame " << base + i << " (" << frames[i].size() << " bytes): kernel action "
-          << static_cast<int>(a.action) << " counter " << a.drop_counter << " entry " << a.entry
-          << ", rtl action " << static_cast<int>(b.action) << " counter " << b.drop_counter << " entry "
-          << b.entry;
-        return fail(o.str());
-      }
-    }
-    if (kout.size() != rout.size()) {
-      std::ostringstream o;
-      o << "segment " << s << ": kernel sent " << kout.size() << " frames, rtl " << rout.size();
-      return fail(o.str());
-    }
-    for (size_t i = 0; i < kout.size(); ++i) {
-      if (kout[i] != rout[i]) {
-        std::ostringstream o;
-        o << "segment " << s << " emitted frame " << i << " differs: lengths " << kout[i].size()
-          << " (kernel) and " << rout[i].size() << " (rtl)";
-        for (size_t b = 0; b < std::min(kout[i].size(), rout[i].size()); ++b) {
-          if (kout[i][b] != rout[i][b]) {
-            o << ", first difference in beat " << b / kernel::kBeatBytes << " byte "
-              << b % kernel::kBeatBytes;
-            break;
-          }
-        }
-        return fail(o.str());
-      }
-    }
+    if (auto d = diff_outcomes("kernel", frames, base, koc, roc); !d.empty()) return fail(d);
+    if (auto d = diff_emitted("kernel", s, kout, rout); !d.empty()) return fail(d);
     res.emitted += kout.size();
     base += frames.size();
     ks.clear();
@@ -150,15 +92,7 @@ CompareResult compare_kernel(const Scenario& sc, RtlEngine& rtl, const StreamSha
     apply_writes(rtl, sc.between[s], &rs);
     if (ks != rs) return fail("entry command statuses differ between segments");
   }
-  const auto kr = read_all(*kernel);
-  const auto rr = read_all(rtl);
-  for (size_t i = 0; i < kr.size(); ++i) {
-    if (kr[i] != rr[i]) {
-      std::ostringstream o;
-      o << "register word " << i << " of the read-out: kernel " << kr[i] << " rtl " << rr[i];
-      return fail(o.str());
-    }
-  }
+  if (auto d = diff_registers("kernel", read_all(*kernel), read_all(rtl)); !d.empty()) return fail(d);
   res.frames = base;
   res.stats = rtl.stats();
   return res;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "panama/regmap.hpp"
 #include "panama/rtl_engine.hpp"
 
 namespace panama::cosim {
@@ -72,6 +73,51 @@ struct CompareResult {
 // and compares every outcome, every emitted frame bit for bit, the entry
 // command statuses, every register and every counter.
 CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& shaping);
+
+// Building blocks of the comparisons of the RTL against a reference (the
+// model in compare(), the HLS kernel's stages in compare_kernel()). The
+// diff_* functions return an empty string when both sides agree, else the
+// first difference; `ref` names the reference in messages.
+
+// Applies register writes, recording ENTRY_STATUS after every ENTRY_CMD.
+template <class E>
+void apply_writes(E& eng, const std::vector<RegWrite>& w, std::vector<uint32_t>* statuses) {
+  for (const auto& r : w) {
+    eng.reg_write(r.addr, r.value);
+    if (r.addr == regmap::kEntryCmd) statuses->push_back(eng.reg_read(regmap::kEntryStatus));
+  }
+}
+
+// Every register and counter word, read the way a driver reads them (low
+// word first, so the high word comes from the latch).
+template <class E>
+std::vector<uint32_t> read_all(E& eng) {
+  using namespace regmap;
+  std::vector<uint32_t> v;
+  for (uint32_t a = 0; a < kGlobalCounterBase; a += 4) v.push_back(eng.reg_read(a));
+  for (uint32_t c = 0; c < kNumGlobalCounters; ++c) {
+    v.push_back(eng.reg_read(global_counter_addr(c)));
+    v.push_back(eng.reg_read(global_counter_addr(c) + 4));
+  }
+  for (uint32_t e = 0; e < RtlEngine::kTableEntries; ++e) {
+    for (uint32_t c = 0; c < kNumEntryCounters; ++c) {
+      v.push_back(eng.reg_read(entry_counter_addr(e, c)));
+      v.push_back(eng.reg_read(entry_counter_addr(e, c) + 4));
+    }
+  }
+  return v;
+}
+
+// Per-frame outcomes of a segment whose first frame has index `first`.
+std::string diff_outcomes(const char* ref, const std::vector<Frame>& frames, size_t first,
+                          const std::vector<EngineOutcome>& ref_out,
+                          const std::vector<EngineOutcome>& rtl_out);
+// Frames emitted during segment `segment`, bit for bit.
+std::string diff_emitted(const char* ref, size_t segment, const std::vector<Frame>& ref_frames,
+                         const std::vector<Frame>& rtl_frames);
+// Two read_all() results, naming the first register or counter word that differs.
+std::string diff_registers(const char* ref, const std::vector<uint32_t>& ref_words,
+                           const std::vector<uint32_t>& rtl_words);
 
 // All frames of a scenario in order (for writing a failing run).
 std::vector<Frame> all_frames(const Scenario& sc);
