@@ -46,6 +46,9 @@ set_property address_offset 0x000 $ctrl
 set_property size 32 $ctrl
 set_property sdx_kernel true $core
 set_property sdx_kernel_type rtl $core
+# The kernel is free-running (no start/done handshake): the kernel DRCs of
+# check_integrity must apply the ap_ctrl_none rules, not ap_ctrl_hs's.
+set_property vitis_drc {ctrl_protocol ap_ctrl_none} $core
 set_property ipi_drc {ignore_freq_hz true} $core
 ipx::update_checksums $core
 ipx::check_integrity -kernel $core
