@@ -173,6 +173,12 @@ TEST_CASE("every kind of bad configuration names the path and the problem") {
   expect_error([](json& d) { d["entries"][0]["dscp"] = 64; }, "entries[0].dscp", "out of range");
   expect_error([](json& d) { d["entries"][0]["udp_dst"] = 0; }, "entries[0].udp_dst", "port 0");
   expect_error([](json& d) { d["entries"][0]["out_child_id"] = 65536; }, "entries[0].out_child_id", "out of range");
+  expect_error(
+      [](json& d) {
+        d["entries"][0]["root"] = false;
+        d["entries"][0]["out_child_id"] = 64;
+      },
+      "entries[0].out_child_id", "child id 64 is over 63");
   expect_error([](json& d) { d["entries"][1]["index"] = 3; }, "entries[1].index", "duplicate index 3");
   expect_error([](json& d) { d["entries"][1]["job"] = 1; d["entries"][1]["tree"] = 0; }, "entries[1]",
                "job 1 tree 0 is also configured by entries[0]");

@@ -162,6 +162,14 @@ void validate_entry(const EntryConfig& e, const std::string& path, const std::st
     if (!seen.insert(e.children[k]).second)
       fail(origin, cpath, fmt::format("child id {} is listed twice", e.children[k]));
   }
+  // The parent admits child ids through a 64-bit mask: a higher id could
+  // never contribute there (only a root, which emits result-down frames
+  // that carry no child id, may leave it at any value).
+  if (!e.root && e.out_child_id > kMaxChildId) {
+    fail(origin, path + ".out_child_id",
+         fmt::format("child id {} is over {} (the parent's child mask has 64 bits)", e.out_child_id,
+                     kMaxChildId));
+  }
   if (e.fan_in == 0 || e.fan_in > kMaxFanIn) {
     fail(origin, path + ".fan_in", fmt::format("out of range: {} is not in 1..{}", e.fan_in, kMaxFanIn));
   }
