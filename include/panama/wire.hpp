@@ -298,6 +298,16 @@ inline void write_headers(uint8_t* frame, const Header& h) {
   for (uint32_t i = 0; i < kPanamaPadBytes; ++i) frame[kPanamaPad + i] = 0;
 }
 
+// Stores `n` words little-endian at `out` (4n bytes). On little-endian hosts
+// that is the words' own bytes, copied in one go; elsewhere byte by byte.
+inline void store_le32_run(uint8_t* out, const uint32_t* words, uint32_t n) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  __builtin_memcpy(out, words, size_t{4} * n);
+#else
+  for (uint32_t i = 0; i < n; ++i) store_le32(out + 4 * i, words[i]);
+#endif
+}
+
 // Builds a complete frame into `out` (capacity `cap` bytes) from `h` and
 // `h.elem_count` payload words given as binary32 bit patterns. Returns the
 // frame length, or 0 when `cap` is too small or elem_count is 0 or too big.
@@ -306,7 +316,7 @@ inline uint32_t build_frame(uint8_t* out, uint32_t cap, const Header& h, const u
   const uint32_t len = frame_length(h.elem_count);
   if (cap < len) return 0;
   write_headers(out, h);
-  for (uint32_t i = 0; i < h.elem_count; ++i) store_le32(out + kPayloadOffset + 4 * i, payload_bits[i]);
+  store_le32_run(out + kPayloadOffset, payload_bits, h.elem_count);
   return len;
 }
 
