@@ -33,52 +33,18 @@ std::string reg_name(size_t i) {
 }  // namespace
 
 CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& shaping) {
-  CompareResult res;
   auto model = std::make_unique<ModelBackend<RtlEngine::ModelEngine>>();
-  rtl.set_shaping(shaping);
-  rtl.reset_stats();
-  std::vector<uint32_t> ms, rs;
-  apply_writes(*model, sc.setup, &ms);
-  apply_writes(rtl, sc.setup, &rs);
-  auto fail = [&](const std::string& m) {
-    res.ok = false;
-    std::ostringstream o;
-    o << "seed " << sc.seed << ": " << m;
-    res.message = o.str();
-    res.stats = rtl.stats();
-    return res;
-  };
-  if (ms != rs) return fail("entry command statuses differ after set-up");
-
-  size_t base = 0;
-  for (size_t s = 0; s < sc.segments.size(); ++s) {
-    const auto& frames = sc.segments[s];
-    std::vector<Frame> mout, rout;
-    std::vector<EngineOutcome> moc;
-    auto msink = [&](const uint8_t* d, uint32_t n) { mout.emplace_back(d, d + n); };
-    static const std::vector<uint8_t> kNoMacErrors;
-    const std::vector<uint8_t>& mac = s < sc.mac_errors.size() ? sc.mac_errors[s] : kNoMacErrors;
-    for (size_t i = 0; i < frames.size(); ++i) {
-      const auto& f = frames[i];
-      const bool bad = !mac.empty() && mac.at(i) != 0;
-      moc.push_back(model->process_frame(f.data(), static_cast<uint32_t>(f.size()), msink, bad));
-    }
-    const std::vector<EngineOutcome> roc = rtl.run(
-        frames, [&](const uint8_t* d, uint32_t n) { rout.emplace_back(d, d + n); }, mac);
-    if (auto d = diff_outcomes("model", frames, base, moc, roc); !d.empty()) return fail(d);
-    if (auto d = diff_emitted("model", s, mout, rout); !d.empty()) return fail(d);
-    res.emitted += mout.size();
-    base += frames.size();
-    ms.clear();
-    rs.clear();
-    apply_writes(*model, sc.between[s], &ms);
-    apply_writes(rtl, sc.between[s], &rs);
-    if (ms != rs) return fail("entry command statuses differ between segments");
-  }
-  if (auto d = diff_registers("model", read_all(*model), read_all(rtl)); !d.empty()) return fail(d);
-  res.frames = base;
-  res.stats = rtl.stats();
-  return res;
+  return compare_segments(
+      sc, "model", *model, rtl, shaping, true,
+      [&](const std::vector<Frame>& frames, const std::vector<uint8_t>& mac,
+          std::vector<EngineOutcome>* outcomes, std::vector<Frame>* emitted) {
+        auto sink = [&](const uint8_t* d, uint32_t n) { emitted->emplace_back(d, d + n); };
+        for (size_t i = 0; i < frames.size(); ++i) {
+          const Frame& f = frames[i];
+          const bool bad = !mac.empty() && mac.at(i) != 0;
+          outcomes->push_back(model->process_frame(f.data(), static_cast<uint32_t>(f.size()), sink, bad));
+        }
+      });
 }
 
 std::string diff_outcomes(const char* ref, const std::vector<Frame>& frames, size_t first,

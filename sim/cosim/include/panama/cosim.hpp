@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -118,6 +119,60 @@ std::string diff_emitted(const char* ref, size_t segment, const std::vector<Fram
 // Two read_all() results, naming the first register or counter word that differs.
 std::string diff_registers(const char* ref, const std::vector<uint32_t>& ref_words,
                            const std::vector<uint32_t>& rtl_words);
+
+// The comparison loop shared by compare() and compare_kernel(): set-up
+// writes on both sides, then per segment the reference's run (`run_ref(frames,
+// mac_flags, &outcomes, &emitted)`, which may throw), the RTL's run, the
+// outcome and frame differences and the writes between segments, and at the
+// end every register and counter. With `rtl_mac_errors` the RTL gets the
+// scenario's MAC-error flags too.
+template <class Ref, class RunRef>
+CompareResult compare_segments(const Scenario& sc, const char* ref_name, Ref& ref, RtlEngine& rtl,
+                               const StreamShaping& shaping, bool rtl_mac_errors, RunRef run_ref) {
+  CompareResult res;
+  rtl.set_shaping(shaping);
+  rtl.reset_stats();
+  auto fail = [&](const std::string& m) {
+    res.ok = false;
+    res.message = "seed " + std::to_string(sc.seed) + ": " + m;
+    res.stats = rtl.stats();
+    return res;
+  };
+  std::vector<uint32_t> ref_status, rtl_status;
+  apply_writes(ref, sc.setup, &ref_status);
+  apply_writes(rtl, sc.setup, &rtl_status);
+  if (ref_status != rtl_status) return fail("entry command statuses differ after set-up");
+
+  static const std::vector<uint8_t> kNoMacErrors;
+  size_t base = 0;
+  for (size_t s = 0; s < sc.segments.size(); ++s) {
+    const auto& frames = sc.segments[s];
+    const std::vector<uint8_t>& mac = s < sc.mac_errors.size() ? sc.mac_errors[s] : kNoMacErrors;
+    std::vector<Frame> ref_frames, rtl_frames;
+    std::vector<EngineOutcome> ref_out;
+    try {
+      run_ref(frames, mac, &ref_out, &ref_frames);
+    } catch (const std::exception& e) {
+      return fail(std::string(ref_name) + ": " + e.what());
+    }
+    const std::vector<EngineOutcome> rtl_out = rtl.run(
+        frames, [&](const uint8_t* d, uint32_t n) { rtl_frames.emplace_back(d, d + n); },
+        rtl_mac_errors ? mac : kNoMacErrors);
+    if (auto d = diff_outcomes(ref_name, frames, base, ref_out, rtl_out); !d.empty()) return fail(d);
+    if (auto d = diff_emitted(ref_name, s, ref_frames, rtl_frames); !d.empty()) return fail(d);
+    res.emitted += ref_frames.size();
+    base += frames.size();
+    ref_status.clear();
+    rtl_status.clear();
+    apply_writes(ref, sc.between[s], &ref_status);
+    apply_writes(rtl, sc.between[s], &rtl_status);
+    if (ref_status != rtl_status) return fail("entry command statuses differ between segments");
+  }
+  if (auto d = diff_registers(ref_name, read_all(ref), read_all(rtl)); !d.empty()) return fail(d);
+  res.frames = base;
+  res.stats = rtl.stats();
+  return res;
+}
 
 // All frames of a scenario in order (for writing a failing run).
 std::vector<Frame> all_frames(const Scenario& sc);
