@@ -27,7 +27,6 @@ PANAMA_LINK_WAIT_MS  how long to wait for the port's link (default 10000)
 
 import os
 import shlex
-import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import List, Optional
@@ -98,7 +97,10 @@ def resolve_options(options: Optional[Options] = None) -> Options:
     return Options(plan=plan, eal_args=list(eal_args), device=device, link_wait_ms=link_wait_ms)
 
 
-_groups: "weakref.WeakSet[ProcessGroupPanama]" = weakref.WeakSet()
+# Strong references: C++ (DDP's reducer) may hold a group whose Python
+# wrapper is gone, and every group's threads must be stopped at exit, before
+# the interpreter and the libraries' static objects are torn down.
+_groups: "list[ProcessGroupPanama]" = []
 
 
 def _create(backend_opts, pg_options):
@@ -113,7 +115,7 @@ def _create(backend_opts, pg_options):
     # The delegated collectives: Gloo over the same store, under its own prefix.
     gloo = ProcessGroupGloo(PrefixStore("panama-gloo", backend_opts.store), rank, size, timeout)
     pg = ProcessGroupPanama(rank, size, gloo, o.plan, o.eal_args, o.device, o.link_wait_ms)
-    _groups.add(pg)
+    _groups.append(pg)
     return pg
 
 
