@@ -62,7 +62,7 @@ size_t pcap_frames(const std::string& path) {
 TEST_CASE("panamactl: usage errors exit 2 with a message", "[driver][panamactl]") {
   const Run help = ctl({"--help"});
   CHECK(help.code == 0);
-  for (const char* cmd : {"list", "status", "program", "apply", "counters", "clear", "reset", "send"}) {
+  for (const char* cmd : {"list", "status", "program", "apply", "counters", "clear", "reset", "send", "link"}) {
     CHECK_THAT(help.out, Catch::Contains(cmd));
   }
   CHECK(ctl({}).code == 2);
@@ -185,4 +185,130 @@ TEST_CASE("panamactl: a simulated card from image to counters", "[driver][panama
   const auto devices = nlohmann::json::parse(list.out);
   for (const auto& d : devices["devices"]) has_model |= d["device"] == "sim:model";
   CHECK(has_model);
+}
+
+TEST_CASE("panamactl link: the simulated CMAC's status, RS-FEC, loopback and counters", "[driver][panamactl]") {
+  const std::string dir = temp_dir();
+  const std::vector<std::string> dev = {"-d", "sim:model", "--sim-state", dir + "/state"};
+  auto with = [&dev](std::vector<std::string> args) {
+    args.insert(args.end(), dev.begin(), dev.end());
+    return ctl(args);
+  };
+  auto json = [&with](std::vector<std::string> args) {
+    args.push_back("--json");
+    const Run r = with(args);
+    REQUIRE((r.code == 0 || r.code == 3));
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["up"] == (r.code == 0));  // exit 0 exactly when the link is up
+    return j;
+  };
+
+  // The simulated switch port uses RS-FEC, the CMAC starts with it off: no
+  // lane locks, and the verdict says why.
+  const Run first = with({"link"});
+  CHECK(first.code == 3);
+  CHECK_THAT(first.out, Catch::Contains("link         down") && Catch::Contains("block lock 0/20") &&
+                            Catch::Contains("RS-FEC differs") && Catch::Contains("(here off)"));
+
+  const Run on = with({"link", "--rsfec", "on"});
+  CHECK(on.code == 0);
+  CHECK_THAT(on.out, Catch::Contains("link up") && Catch::Contains("rs-fec       on (RSFEC_CONFIG_ENABLE 0x3"));
+  auto j = json({"link"});
+  CHECK(j["up"] == true);
+  CHECK(j["rsfec"] == true);
+  CHECK(j["block_lock_lanes"] == 20);
+  CHECK(j["rx_status"] == "0x00000003");
+  CHECK(j["loopback"] == false);
+
+  // The far end turns RS-FEC off: down again; matching it brings it back.
+  CHECK(json({"link", "--sim-peer-rsfec", "off"})["up"] == false);
+  CHECK(json({"link", "--rsfec", "off"})["up"] == true);
+
+  // Frames through the engine count in the MAC: received and sent.
+  auto dns = contribution(4, 0, 0, 0, 1);
+  dns.udp_dst = 53;  // not PANAMA: passes through
+  write_pcap(dir + "/in.pcap", {make_frame(dns, {1}), make_frame(dns, {2}), make_frame(dns, {3}),
+                                make_frame(contribution(9, 0, 0, 0, 2), {5, 6})});  // unknown job: dropped
+  const Run send = with({"send", dir + "/in.pcap"});
+  REQUIRE(send.code == 0);
+  CHECK_THAT(send.out, Catch::Contains("4 frames in, 3 frames out"));
+  j = json({"link"});
+  CHECK(j["counters"]["rx_packets"] == 4);
+  CHECK(j["counters"]["rx_good_packets"] == 4);
+  CHECK(j["counters"]["tx_packets"] == 3);
+  CHECK(j["counters"]["rx_bad_fcs"] == 0);
+
+  // Cable pulled: no signal. The self-test loops the transceivers back and
+  // passes without a cable, then restores normal operation.
+  const Run pulled = with({"link", "--sim-cable", "unplugged"});
+  CHECK(pulled.code == 3);
+  CHECK_THAT(pulled.out, Catch::Contains("no PCS lane locks"));
+  const Run self = with({"link", "--self-test"});
+  CHECK(self.code == 0);
+  CHECK_THAT(self.out, Catch::Contains("self-test    passed") && Catch::Contains("near-end loopback"));
+  CHECK(json({"link"})["loopback"] == false);
+  CHECK(json({"link"})["up"] == false);
+  CHECK(json({"link", "--loopback", "on"})["up"] == true);
+  CHECK(json({"link", "--loopback", "off", "--sim-cable", "connected"})["up"] == true);
+
+  // The MACs' state survives an engine reset (the journal restarts).
+  REQUIRE(with({"reset"}).code == 0);
+  j = json({"link"});
+  CHECK(j["up"] == true);
+  CHECK(j["rsfec"] == false);
+  CHECK(j["counters"]["rx_packets"] == 4);
+  CHECK(j["counters"]["tx_packets"] == 3);
+
+  // Cage 1 (the two-port build) is a MAC of its own; there is no cage 2.
+  CHECK(json({"link", "--port", "1"})["up"] == false);  // RS-FEC off, far end on
+  CHECK(with({"link", "--port", "2"}).code == 2);
+  // Simulation-only options on a card, and bad values.
+  CHECK(with({"link", "--rsfec", "maybe"}).code == 2);
+  const Run card = ctl({"link", "-d", "xrt:0", "--sim-cable", "unplugged"});
+  CHECK(card.code == 1);
+}
+
+TEST_CASE("panamactl link on XRT's no-op device names the CMAC register XRT refused", "[driver][panamactl]") {
+  const std::string dir = temp_dir();
+  ::setenv("PANAMA_LOCK_DIR", dir.c_str(), 1);
+  const Run none = ctl({"link", "-d", "xrt:0"});
+  CHECK(none.code == 1);
+  CHECK_THAT(none.err, Catch::Contains("not programmed"));
+}
+
+TEST_CASE("panamactl: a malformed simulation state file is an error, not a silent default", "[driver][panamactl]") {
+  const std::string dir = temp_dir();
+  write_test_xclbin(dir + "/panama.xclbin", driver::KernelFlavor::kRtl, "xilinx_u280");
+  const std::string state = dir + "/state";
+  REQUIRE(ctl({"program", "-d", "sim:model", "--sim-state", state, dir + "/panama.xclbin"}).code == 0);
+  std::string good;
+  {
+    std::ifstream in(state);
+    good.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  REQUIRE(good.find("\nx ") != std::string::npos);
+  const std::vector<std::string> bad_lines = {
+      "x zz765ec-e9fb-4813-b63a-d59a442e70f5 xilinx_u280 panama_engine:panama_engine_1",  // not hex
+      "x 8bc765ec-e9fb-4813-b63a xilinx_u280 panama_engine:panama_engine_1",             // short uuid
+      "x 8bc765ec+e9fb-4813-b63a-d59a442e70f5 xilinx_u280 panama_engine:panama_engine_1",  // separator
+      "x 8bc765ec-e9fb-4813-b63a-d59a442e70f5 xilinx_u280",                              // missing field
+      "w 18 2580 junk",
+      "w 18",
+      "f 0a0b0",
+      "f 0a0bzz",
+      "m 7 90 1",
+      "p 0 cable 2",
+      "p 0 colour 1",
+      "k 0 99 1 1",
+      "q 1 2",
+  };
+  for (const std::string& bad : bad_lines) {
+    INFO(bad);
+    std::ofstream(state, std::ios::trunc) << good << bad << "\n";
+    const Run r = ctl({"status", "-d", "sim:model", "--sim-state", state});
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains("corrupt simulation state line") && Catch::Contains(state + ":"));
+  }
+  std::ofstream(state, std::ios::trunc) << good;
+  CHECK(ctl({"status", "-d", "sim:model", "--sim-state", state}).code == 0);
 }

@@ -13,7 +13,9 @@
 
 #include "driver/driver_errors.hpp"
 #include "driver/support/test_xclbin.hpp"
+#include "panama/driver/cmac.hpp"
 #include "panama/driver/device.hpp"
+#include "panama/driver/register_port.hpp"
 #include "panama/driver/kernel_names.hpp"
 #include "panama/driver/xclbin.hpp"
 #include "panama/regmap.hpp"
@@ -21,6 +23,12 @@
 
 using namespace panama::driver;
 using namespace panama::driver::testing;
+
+// XRT's own configuration reader (exported by libxrt_coreutil; XRT 2.13's
+// config_reader.h is not installed): what XRT will use for Runtime.rw_shared.
+namespace xrt_core::config::detail {
+bool get_bool_value(const char* key, bool default_value);
+}
 
 namespace {
 
@@ -174,6 +182,46 @@ TEST_CASE("XRT backend on the no-op device: open, load, register access errors",
     dev.reset();
     CHECK_NOTHROW(open_device("xrt:0"));  // released with the first device
   }
+}
+
+TEST_CASE("XRT backend: shared register access, one lock per card, the CMAC kernel", "[driver][xrt]") {
+  const std::string dir = temp_dir();
+  ::setenv("PANAMA_LOCK_DIR", dir.c_str(), 1);
+  auto dev = open_device("xrt:0");
+  // Every xrt::ip this process opens is a shared context with register
+  // access (XRT 2.13 would otherwise open them exclusively).
+  CHECK(xrt_core::config::detail::get_bool_value("Runtime.rw_shared", false));
+
+  // The lock is named by the card, not by the spec that named it: the no-op
+  // device has no PCIe address and counts as card "noop".
+  CHECK(std::filesystem::exists(dir + "/panama-card-noop.lock"));
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    CHECK(f.path().filename().string().find("xrt") == std::string::npos);
+  }
+  CHECK_THAT(message_of([] { open_device("xrt:0"); }), Catch::Contains("card noop") && Catch::Contains("busy"));
+  CHECK_THAT(dev->description(), Catch::Contains("(noop)"));
+
+  // An image with the CMAC kernel of cage 0: the driver opens it through
+  // xrt::ip; the no-op shim refuses its registers, and the error names them.
+  const std::vector<uint8_t> image =
+      build_xclbin(with_cmac(panama_xclbin_spec(KernelFlavor::kRtl, "noop"), 0));
+  const std::string path = write_file(dir + "/cmac.xclbin", image);
+  CHECK(kind_of([&] { dev->program(path); }) == ErrorKind::kRegisterAccess);
+  REQUIRE(dev->loaded_xclbin());
+  RegisterPort& mac = dev->cmac(0);
+  CHECK_THAT(message_of([&] { cmac::read_status(mac); }),
+             Catch::Contains("CMAC STAT_RX_STATUS_REG") && Catch::Contains("Operation not permitted"));
+  CHECK(kind_of([&] { cmac::set_rsfec(mac, true); }) == ErrorKind::kRegisterAccess);
+  CHECK_THAT(message_of([&] { dev->cmac(1); }), Catch::Contains("no CMAC kernel") && Catch::Contains("cmac_1"));
+  CHECK(kind_of([&] { dev->cmac(1); }) == ErrorKind::kUnsupported);
+
+  // A reader beside the controller: on a card it sees the image and opens
+  // the same kernels (shared contexts); the no-op shim keeps a loaded image
+  // per device handle, so here the reader sees none.
+  OpenOptions ro;
+  ro.mode = OpenMode::kReadOnly;
+  auto reader = open_device("xrt:0", ro);
+  CHECK(kind_of([&] { reader->cmac(0); }) == ErrorKind::kNotProgrammed);
 }
 
 TEST_CASE("device specs are checked", "[driver]") {

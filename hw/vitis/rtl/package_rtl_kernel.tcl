@@ -32,10 +32,13 @@ set_property version $version $core
 set_property name $name $core
 foreach up [ipx::get_user_parameters] { ipx::remove_user_parameter [get_property NAME $up] $core }
 
-# Bus interfaces: AXI4-Stream in/out and AXI4-Lite control on ap_clk.
-ipx::associate_bus_interfaces -busif s_axis -clock ap_clk $core
-ipx::associate_bus_interfaces -busif m_axis -clock ap_clk $core
-ipx::associate_bus_interfaces -busif s_axi_control -clock ap_clk $core
+# Bus interfaces: AXI4-Stream in/out (one pair per QSFP28 cage) and
+# AXI4-Lite control, all on ap_clk.
+foreach busif {s_axis m_axis s_axis_p1 m_axis_p1 s_axi_control} {
+  if {[llength [ipx::get_bus_interfaces -quiet $busif -of_objects $core]]} {
+    ipx::associate_bus_interfaces -busif $busif -clock ap_clk $core
+  }
+}
 # The register map: one address block covering the engine's 14 address bits.
 set mm [ipx::add_memory_map s_axi_control $core]
 set_property slave_memory_map_ref s_axi_control [ipx::get_bus_interfaces s_axi_control -of_objects $core]

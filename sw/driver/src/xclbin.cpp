@@ -49,10 +49,21 @@ std::optional<PanamaKernel> XclbinInfo::panama_kernel() const {
     if (colon == std::string::npos) continue;
     const std::string kernel = ip.name.substr(0, colon);
     const std::string cu = ip.name.substr(colon + 1);
-    if (kernel == kRtlKernelName) return PanamaKernel{KernelFlavor::kRtl, kernel, cu, ip.base_address};
+    if (kernel == kRtlKernelName || kernel == kRtlTwoPortKernelName)
+      return PanamaKernel{KernelFlavor::kRtl, kernel, cu, ip.base_address};
     if (kernel == kHlsKernelName && !hls) hls = PanamaKernel{KernelFlavor::kHls, kernel, cu, ip.base_address};
   }
   return hls;
+}
+
+std::optional<XclbinIp> XclbinInfo::cmac_kernel(unsigned cage) const {
+  std::string name = kCmacKernelPattern;
+  const size_t at = name.find("{interface}");
+  if (at != std::string::npos) name.replace(at, 11, std::to_string(cage));
+  for (const XclbinIp& ip : ips) {
+    if (ip.type == IP_KERNEL && ip.name.rfind(name + ":", 0) == 0) return ip;
+  }
+  return std::nullopt;
 }
 
 XclbinInfo parse_xclbin(const std::vector<uint8_t>& image, const std::string& what) {

@@ -6,16 +6,19 @@
 #include <unistd.h>
 #include <xclbin.h>
 
+#include <experimental/xrt_ini.h>
 #include <experimental/xrt_ip.h>
 #include <experimental/xrt_system.h>
 #include <xrt/xrt_device.h>
 #include <cctype>
 #include <cstdlib>
+#include <map>
 #include <cstring>
 #include <system_error>
 
 #include "backends.hpp"
 #include "file_lock.hpp"
+#include "panama/driver/cmac.hpp"
 #include "panama/driver/register_port.hpp"
 
 namespace panama::driver::detail {
@@ -43,10 +46,36 @@ std::string xrt_hint(const std::string& what) {
   return "";
 }
 
+}  // namespace
+
+// XRT 2.13's xrt::ip opens an exclusive context on its IP unless
+// Runtime.rw_shared is set, and then a second process (a `panamactl
+// counters` beside a controller, or the CMAC's `link` beside either) cannot
+// open the kernel at all. PANAMA serialises writers itself (the per-card
+// lock), so every process asks XRT for shared contexts with register access,
+// before XRT reads its configuration. The process that loads the xclbin must
+// have it too (the driver's KDS takes it at load time): panamactl does; for
+// `xbutil program`, xrt.ini (docs/alveo.md) sets it.
+bool enable_shared_access() {
+  static const bool enabled = [] {
+    try {
+      xrt::ini::set("Runtime.rw_shared", "true");
+      return true;
+    } catch (const std::exception&) {
+      return false;  // XRT's configuration was read already (an xrt.ini decides)
+    }
+  }();
+  return enabled;
+}
+
+namespace {
+
 // Register access on the kernel's AXI4-Lite port through xrt::ip.
 class XrtIpPort final : public RegisterPort {
  public:
-  XrtIpPort(xrt::ip ip, std::string where) : ip_(std::move(ip)), where_(std::move(where)) {}
+  using Namer = std::string (*)(uint32_t);
+  XrtIpPort(xrt::ip ip, std::string where, Namer namer = &register_name)
+      : ip_(std::move(ip)), where_(std::move(where)), namer_(namer) {}
   uint32_t read32(uint32_t offset) override {
     try {
       return ip_.read_register(offset);
@@ -65,41 +94,69 @@ class XrtIpPort final : public RegisterPort {
  private:
   [[noreturn]] void fail(const char* verb, uint32_t offset, const std::exception& e) {
     std::string msg =
-        std::string(verb) + " " + register_name(offset) + " on " + where_ + " failed: " + e.what();
+        std::string(verb) + " " + namer_(offset) + " on " + where_ + " failed: " + e.what();
     if (noop_mode()) msg += " (XRT's no-op device, XCL_EMULATION_MODE=noop, has no registers)";
     throw DriverError(is_busy(e) ? ErrorKind::kDeviceBusy : ErrorKind::kRegisterAccess, msg);
   }
 
   xrt::ip ip_;
   std::string where_;
+  Namer namer_;
 };
 
 class XrtDevice final : public Device {
  public:
   XrtDevice(const std::string& target, const OpenOptions& options) : target_(target), options_(options) {
+    enable_shared_access();
+    try {
+      const bool is_index = !target.empty() && target.find_first_not_of("0123456789") == std::string::npos;
+      device_ = is_index ? xrt::device(static_cast<unsigned>(std::stoul(target))) : xrt::device(target);
+    } catch (const std::exception& e) {
+      throw DriverError(is_busy(e) ? ErrorKind::kDeviceBusy : ErrorKind::kNoDevice,
+                        spec() + ": no such card: XRT: " + e.what() + xrt_hint(e.what()) +
+                            " (`panamactl list` and `xbutil examine` list the cards XRT sees)");
+    }
+    // One lock per card, named by its PCIe address: xrt:0 and xrt:<bdf> of
+    // the same card take the same lock.
+    bdf_ = card_bdf();
     if (options_.mode == OpenMode::kControl) {
-      std::string safe = target;
-      for (char& c : safe) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      lock_fd_ = lock_file(lock_dir() + "/panama-xrt-" + safe + ".lock", true, spec());
+      lock_fd_ = lock_file(lock_path(bdf_), true, spec() + " (card " + bdf_ + ")");
       const std::string pid = "pid " + std::to_string(::getpid()) + "\n";
       if (::ftruncate(lock_fd_, 0) != 0 || ::pwrite(lock_fd_, pid.data(), pid.size(), 0) < 0) {
         // The pid is only for the busy message; the lock itself holds.
       }
     }
     try {
-      const bool is_index = !target.empty() && target.find_first_not_of("0123456789") == std::string::npos;
-      device_ = is_index ? xrt::device(static_cast<unsigned>(std::stoul(target))) : xrt::device(target);
-    } catch (const std::exception& e) {
+      attach_loaded();
+    } catch (...) {
       unlock_file(lock_fd_);
-      throw DriverError(is_busy(e) ? ErrorKind::kDeviceBusy : ErrorKind::kNoDevice,
-                        spec() + ": no such card: XRT: " + e.what() + xrt_hint(e.what()) +
-                            " (`panamactl list` and `xbutil examine` list the cards XRT sees)");
+      throw;
     }
-    attach_loaded();
   }
+
+  // The card's PCIe address as XRT reports it (the user function, e.g.
+  // 0000:3b:00.1); "noop" on XRT's no-op device, which has none.
+  std::string card_bdf() {
+    try {
+      const std::string bdf = device_.get_info<xrt::info::device::bdf>();
+      if (!bdf.empty()) return bdf;
+    } catch (const std::exception&) {
+      // XRT cannot tell (the no-op device): see below.
+    }
+    if (noop_mode()) return "noop";
+    throw DriverError(ErrorKind::kNoDevice, spec() + ": XRT reports no PCIe address for the card");
+  }
+
+  static std::string lock_path(const std::string& bdf) {
+    std::string safe = bdf;
+    for (char& c : safe) {
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    return lock_dir() + "/panama-card-" + safe + ".lock";
+  }
+
   ~XrtDevice() override {
+    cmac_ports_.clear();
     port_.reset();
     raw_.reset();
     unlock_file(lock_fd_);
@@ -110,7 +167,7 @@ class XrtDevice final : public Device {
   std::string spec() const override { return "xrt:" + target_; }
 
   std::string description() const override {
-    std::string d = "XRT card " + target_;
+    std::string d = "XRT card " + target_ + " (" + bdf_ + ")";
     if (xclbin_) {
       d += ", image " + uuid_to_string(xclbin_->uuid) + " (" + xclbin_->platform + "), " +
            to_string(kernel_->flavor) + " " + kernel_->xrt_ip_name();
@@ -133,6 +190,7 @@ class XrtDevice final : public Device {
                                                    std::string(kRtlKernelName) + " and " + kHlsKernelName +
                                                    " in its IP_LAYOUT); build it with hw/vitis");
     }
+    cmac_ports_.clear();
     port_.reset();
     raw_.reset();
     xclbin_.reset();
@@ -160,7 +218,56 @@ class XrtDevice final : public Device {
     port().write32(offset, value);
   }
 
+  RegisterPort& cmac(unsigned cage) override {
+    if (!xclbin_) port();  // throws kNotProgrammed
+    auto it = cmac_ports_.find(cage);
+    if (it != cmac_ports_.end()) return *it->second;
+    const std::optional<XclbinIp> ip = xclbin_->cmac_kernel(cage);
+    if (!ip) {
+      throw DriverError(ErrorKind::kUnsupported,
+                        spec() + ": the loaded image has no CMAC kernel for QSFP28 cage " + std::to_string(cage) +
+                            " (looked for " + cmac_name(cage) + " in its IP_LAYOUT; hw/vitis/boards.json)");
+    }
+    const std::string name = xrt_ip_name(ip->name);
+    xrt::ip handle;
+    try {
+      handle = xrt::ip(device_, xrt::uuid(xclbin_->uuid.data()), name);
+    } catch (const std::exception& e) {
+      throw DriverError(is_busy(e) ? ErrorKind::kDeviceBusy : ErrorKind::kBadXclbin,
+                        spec() + ": XRT cannot open the CMAC kernel " + name + ": " + e.what());
+    }
+    auto port = std::make_unique<XrtIpPort>(std::move(handle), spec() + " " + name, &cmac::register_name);
+    if (options_.mode == OpenMode::kControl) {
+      cmac_ports_[cage] = std::move(port);
+    } else {
+      cmac_ports_[cage] = std::make_unique<ReadOnlyPort>(std::move(port), spec());
+    }
+    return *cmac_ports_[cage];
+  }
+
  private:
+  static std::string cmac_name(unsigned cage) {
+    std::string name = kCmacKernelPattern;
+    const size_t at = name.find("{interface}");
+    if (at != std::string::npos) name.replace(at, 11, std::to_string(cage));
+    return name;
+  }
+
+  // Refuses writes on a read-only open.
+  class ReadOnlyPort final : public RegisterPort {
+   public:
+    ReadOnlyPort(std::unique_ptr<RegisterPort> p, std::string spec) : p_(std::move(p)), spec_(std::move(spec)) {}
+    uint32_t read32(uint32_t o) override { return p_->read32(o); }
+    void write32(uint32_t o, uint32_t) override {
+      throw DriverError(ErrorKind::kInvalidArgument,
+                        spec_ + " was opened read-only; cannot write " + cmac::register_name(o));
+    }
+
+   private:
+    std::unique_ptr<RegisterPort> p_;
+    std::string spec_;
+  };
+
   static std::string lock_dir() {
     const char* d = std::getenv("PANAMA_LOCK_DIR");
     return d && *d ? d : "/tmp";
@@ -230,7 +337,9 @@ class XrtDevice final : public Device {
 
   std::string target_;
   OpenOptions options_;
+  std::string bdf_;
   int lock_fd_ = -1;
+  std::map<unsigned, std::unique_ptr<RegisterPort>> cmac_ports_;
   xrt::device device_;
   std::optional<XclbinInfo> xclbin_;
   std::optional<PanamaKernel> kernel_;
@@ -249,6 +358,7 @@ std::unique_ptr<Device> open_xrt_device(const std::string& target, const OpenOpt
 std::vector<DeviceListing> list_xrt_devices(std::string* note) {
   std::vector<DeviceListing> out;
   size_t n = 0;
+  enable_shared_access();
   try {
     n = xrt::system::enumerate_devices();
   } catch (const std::exception& e) {

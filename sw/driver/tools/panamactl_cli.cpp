@@ -13,10 +13,13 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <bitset>
 #include <optional>
 #include <thread>
 
+#include "panama/driver/cmac.hpp"
 #include "panama/driver/device.hpp"
+#include "panama/driver/register_port.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/driver/xclbin.hpp"
 #include "panama/engine_counters.hpp"
@@ -124,6 +127,125 @@ void print_counters(Device& dev, const std::vector<config::EntryConfig>& entries
   out.flush();
 }
 
+
+struct LinkOptions {
+  unsigned cage = 0;
+  std::string rsfec, loopback, sim_cable, sim_peer_rsfec;
+  bool self_test = false;
+  double wait = 5.0;
+};
+
+std::string lanes(uint32_t bits) {
+  return std::to_string(std::bitset<20>(bits & cmac::kAllPcsLanes).count()) + "/20";
+}
+
+std::string rx_status_text(uint32_t v) {
+  static const char* names[] = {"status",      "aligned",      "misaligned",           "aligned_err",
+                                "hi_ber",      "remote_fault", "local_fault",          "internal_local_fault",
+                                "received_local_fault"};
+  std::string t;
+  for (int i = 0; i < 9; ++i) {
+    if (v & (1u << i)) t += (t.empty() ? "" : " ") + std::string(names[i]);
+  }
+  return t.empty() ? "none" : t;
+}
+
+// Polls until the link is up or `wait` seconds have passed (the CMAC needs
+// some milliseconds to lock and align after a change; the simulation none).
+cmac::LinkStatus settle(RegisterPort& mac, double wait) {
+  cmac::LinkStatus st = cmac::read_status(mac);
+  for (double waited = 0; !st.up() && waited < wait; waited += 0.1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    st = cmac::read_status(mac);
+  }
+  return st;
+}
+
+void print_link(const std::string& spec, unsigned cage, const cmac::LinkStatus& st, bool json,
+                const std::string& self_test, std::ostream& out) {
+  const cmac::Counters& c = st.counters;
+  if (json) {
+    nlohmann::json j = {
+        {"device", spec},
+        {"cage", cage},
+        {"up", st.up()},
+        {"verdict", st.verdict()},
+        {"rx_status", fmt::format("0x{:08X}", st.rx_status)},
+        {"rx_status_bits", rx_status_text(st.rx_status)},
+        {"tx_local_fault", (st.tx_status & 1) != 0},
+        {"block_lock_lanes", std::bitset<20>(st.block_lock & cmac::kAllPcsLanes).count()},
+        {"lane_sync_lanes", std::bitset<20>(st.lane_sync & cmac::kAllPcsLanes).count()},
+        {"rsfec", st.rsfec_on()},
+        {"rsfec_status", fmt::format("0x{:08X}", st.rsfec_status)},
+        {"loopback", st.near_end_loopback()},
+        {"core_version", fmt::format("0x{:08X}", st.core_version)},
+        {"counters",
+         {{"rx_packets", c.rx_packets},
+          {"rx_good_packets", c.rx_good_packets},
+          {"rx_bad_fcs", c.rx_bad_fcs},
+          {"tx_packets", c.tx_packets},
+          {"tx_good_packets", c.tx_good_packets},
+          {"rsfec_corrected", c.rsfec_corrected},
+          {"rsfec_uncorrected", c.rsfec_uncorrected}}}};
+    if (!self_test.empty()) j["self_test"] = self_test;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << fmt::format("{:<12} {}, QSFP28 cage {}\n", "device", spec, cage);
+  out << fmt::format("{:<12} {}\n", "link", st.up() ? "up" : "down");
+  out << fmt::format("{:<12} 0x{:08X} ({}); TX local fault {}\n", "rx status", st.rx_status,
+                     rx_status_text(st.rx_status), (st.tx_status & 1) ? "yes" : "no");
+  out << fmt::format("{:<12} block lock {} PCS lanes, lane sync {}\n", "lanes", lanes(st.block_lock),
+                     lanes(st.lane_sync));
+  out << fmt::format("{:<12} {} (RSFEC_CONFIG_ENABLE 0x{:X}, STAT_RSFEC_STATUS_REG 0x{:08X})\n", "rs-fec",
+                     st.rsfec_on() ? "on" : "off", st.rsfec_enable, st.rsfec_status);
+  out << fmt::format("{:<12} {}\n", "loopback", st.near_end_loopback() ? "near-end PMA" : "off");
+  out << fmt::format("{:<12} rx {} frames ({} good, {} bad FCS), tx {} frames ({} good)\n", "counters",
+                     c.rx_packets, c.rx_good_packets, c.rx_bad_fcs, c.tx_packets, c.tx_good_packets);
+  out << fmt::format("{:<12} corrected {}, uncorrectable {} codewords\n", "rs-fec cw", c.rsfec_corrected,
+                     c.rsfec_uncorrected);
+  if (!self_test.empty()) out << fmt::format("{:<12} {}\n", "self-test", self_test);
+  out << fmt::format("{:<12} {}\n", "verdict", st.verdict());
+}
+
+// Exit status: 0 link up (self-test passed), 3 link down (self-test failed).
+int cmd_link(const Options& o, const LinkOptions& l, std::ostream& out) {
+  auto dev = open(o, OpenMode::kControl);
+  if (!l.sim_cable.empty() || !l.sim_peer_rsfec.empty()) {
+    auto* sim = dynamic_cast<SimulationDevice*>(dev.get());
+    if (!sim) {
+      throw DriverError(ErrorKind::kUnsupported,
+                        "--sim-cable and --sim-peer-rsfec set the simulated far end (-d sim) only");
+    }
+    if (!l.sim_cable.empty()) sim->set_sim_cable(l.cage, l.sim_cable == "connected");
+    if (!l.sim_peer_rsfec.empty()) sim->set_sim_peer_rsfec(l.cage, l.sim_peer_rsfec == "on");
+  }
+  RegisterPort& mac = dev->cmac(l.cage);
+  bool changed = false;
+  if (!l.rsfec.empty()) {
+    cmac::set_rsfec(mac, l.rsfec == "on");
+    changed = true;
+  }
+  if (!l.loopback.empty()) {
+    cmac::set_loopback(mac, l.loopback == "on");
+    changed = true;
+  }
+  std::string self_test;
+  cmac::LinkStatus st;
+  if (l.self_test) {
+    const bool was_looped = cmac::read_status(mac).near_end_loopback();
+    cmac::set_loopback(mac, true);
+    st = settle(mac, l.wait);
+    self_test = st.up() ? "passed: the link comes up in near-end loopback (MAC, transceivers and their "
+                          "reference clock work; cable and switch not tested)"
+                        : "FAILED: no link even in near-end loopback";
+    if (!was_looped) cmac::set_loopback(mac, false);
+  } else {
+    st = changed ? settle(mac, l.wait) : cmac::read_status(mac);
+  }
+  print_link(dev->spec(), l.cage, st, o.json, self_test, out);
+  return st.up() ? 0 : 3;
+}
 }  // namespace
 
 int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -186,6 +308,28 @@ int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std:
   send->add_option("pcap", pcap_in, "input capture (Ethernet)")->required()->check(CLI::ExistingFile);
   send->add_option("-o,--out", pcap_out, "write the frames the engine sends to this capture");
 
+  LinkOptions link_opts;
+  auto* link = app.add_subcommand(
+      "link", "100G link of a QSFP28 cage: CMAC status and counters, RS-FEC, near-end loopback self-test");
+  link->add_flag("--json", o.json, "JSON output");
+  link->add_option("--port", link_opts.cage, "QSFP28 cage (CMAC kernel cmac_<n>)")
+      ->capture_default_str()
+      ->check(CLI::Range(0u, 1u));
+  link->add_option("--rsfec", link_opts.rsfec, "turn RS-FEC on or off (must match the switch port)")
+      ->check(CLI::IsMember({"on", "off"}));
+  link->add_option("--loopback", link_opts.loopback, "near-end GT (PMA) loopback on or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  link->add_flag("--self-test", link_opts.self_test,
+                 "loop the transceivers back on themselves, check the link comes up, restore; no switch needed");
+  link->add_option("--wait", link_opts.wait, "seconds to wait for the link after a change")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60.0));
+  link->add_option("--sim-cable", link_opts.sim_cable, "simulation only: the simulated cable")
+      ->check(CLI::IsMember({"connected", "unplugged"}));
+  link->add_option("--sim-peer-rsfec", link_opts.sim_peer_rsfec,
+                   "simulation only: RS-FEC of the simulated switch port")
+      ->check(CLI::IsMember({"on", "off"}));
+
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);
@@ -194,9 +338,12 @@ int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std:
     return code == 0 ? 0 : 2;
   }
 
+  int rc = 0;
   try {
     if (*list) {
       cmd_list(o, out);
+    } else if (*link) {
+      rc = cmd_link(o, link_opts, out);
     } else if (*status) {
       cmd_status(o, out);
     } else if (*program) {
@@ -276,7 +423,7 @@ int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std:
     err << "panamactl: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return rc;
 }
 
 }  // namespace panama::driver

@@ -86,4 +86,17 @@ XclbinSpec panama_xclbin_spec(KernelFlavor flavor, const std::string& platform) 
   return spec;
 }
 
+XclbinSpec with_cmac(XclbinSpec spec, unsigned cage) {
+  std::string name = kCmacKernelPattern;
+  const size_t at = name.find("{interface}");
+  if (at != std::string::npos) name.replace(at, 11, std::to_string(cage));
+  XclbinIp ip;
+  ip.name = name + ":" + name;
+  ip.type = IP_KERNEL;
+  ip.control = AP_CTRL_NONE;
+  ip.base_address = kDefaultKernelBase + 0x10000 * (cage + 1);
+  spec.ips.push_back(ip);
+  return spec;
+}
+
 }  // namespace panama::driver::testing

@@ -27,4 +27,8 @@ std::vector<uint8_t> build_xclbin(const XclbinSpec& spec);
 // address the Vitis link gives it.
 XclbinSpec panama_xclbin_spec(KernelFlavor flavor, const std::string& platform);
 
+// Adds the CMAC kernel of QSFP28 cage `cage` (cmac_<cage>:cmac_<cage>, as
+// the Vitis link names VNx's kernel) to an image's IP layout.
+XclbinSpec with_cmac(XclbinSpec spec, unsigned cage);
+
 }  // namespace panama::driver::testing

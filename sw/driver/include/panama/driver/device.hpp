@@ -27,6 +27,8 @@ struct NodeConfig;
 
 namespace panama::driver {
 
+class RegisterPort;
+
 // What the identity registers say.
 struct Identity {
   uint32_t id = 0;
@@ -79,6 +81,11 @@ class Device : public panama::RegisterAccess {
 
   // A 64-bit counter at `offset` (low word latches the high word).
   uint64_t read_counter(uint32_t offset);
+
+  // The register port of the 100G MAC (CMAC kernel cmac_<cage>) of QSFP28
+  // cage `cage` (panama/driver/cmac.hpp). Throws kNotProgrammed, or
+  // kUnsupported when the image has no such kernel.
+  virtual RegisterPort& cmac(unsigned cage) = 0;
 };
 
 enum class OpenMode {

@@ -10,6 +10,7 @@
 // simulated card. A RESET starts the journal afresh.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -22,6 +23,40 @@
 namespace panama::driver {
 
 using Frame = std::vector<uint8_t>;
+
+// A simulated CMAC (the 100G MAC of one QSFP28 cage), modelling the status
+// and control registers `panamactl link` uses (panama/driver/cmac.hpp): the
+// link is up in near-end loopback, or when a cable is connected and RS-FEC is
+// enabled in both directions exactly when the simulated far end uses it.
+// Counters count the frames `send` puts through the engine and latch on a
+// TICK_REG write, as the CMAC's do. Not a model of the transceivers: the
+// link comes up at once and the RS-FEC status and error counters stay 0.
+class SimCmac {
+ public:
+  static constexpr int kCounterCount = 7;
+  // Order of Counters in panama/driver/cmac.hpp.
+  static constexpr std::array<uint32_t, kCounterCount> kCounterOffsets = {0x0608, 0x0610, 0x06C0, 0x0500,
+                                                                          0x0508, 0x1008, 0x1010};
+  uint32_t read32(uint32_t offset);
+  void write32(uint32_t offset, uint32_t value);
+  void count_frames(uint64_t received, uint64_t sent);
+  void set_cable(bool connected) { cable_ = connected; }
+  void set_peer_rsfec(bool on) { peer_rsfec_ = on; }
+  void set_counter(int index, uint64_t live, uint64_t latched);
+  bool link_up() const;
+  // Journal lines that rebuild this state (after the journal restarts).
+  std::vector<std::string> state_lines(unsigned cage) const;
+
+ private:
+  bool local_rsfec() const;
+  bool cable_ = true;
+  bool peer_rsfec_ = true;  // 100GBASE-SR4/CR4 switch ports default to RS-FEC
+  uint32_t loopback_ = 0;
+  uint32_t rsfec_enable_ = 0;  // the CMAC's reset value: RS-FEC off
+  uint32_t rsfec_ind_ = 0;
+  std::array<uint64_t, kCounterCount> live_{};
+  std::array<uint64_t, kCounterCount> latched_{};
+};
 
 // True when this build has the Verilated RTL engine.
 bool rtl_engine_available();
@@ -49,10 +84,17 @@ class SimulationDevice final : public Device {
 
   const std::string& engine_name() const { return engine_name_; }
 
+  // QSFP28 cages 0 and 1 (the two-port build has both).
+  RegisterPort& cmac(unsigned cage) override;
+  // The simulated far end of a cage: cable connected or not, RS-FEC on or off.
+  void set_sim_cable(unsigned cage, bool connected);
+  void set_sim_peer_rsfec(unsigned cage, bool on);
+
  private:
   void replay();
   void journal(const std::string& line);
   void restart_journal();
+  void check_cage(unsigned cage) const;
 
   SimEngineKind kind_;
   OpenOptions options_;
@@ -61,6 +103,8 @@ class SimulationDevice final : public Device {
   std::optional<XclbinInfo> xclbin_;
   int lock_fd_ = -1;
   std::FILE* journal_ = nullptr;
+  std::array<SimCmac, 2> cmacs_;
+  std::array<std::unique_ptr<RegisterPort>, 2> cmac_ports_;
 };
 
 }  // namespace panama::driver

@@ -45,7 +45,15 @@ struct XclbinInfo {
   std::vector<uint32_t> section_kinds;
   // The PANAMA kernel (RTL preferred when both are present), if any.
   std::optional<PanamaKernel> panama_kernel() const;
+  // The CMAC kernel of QSFP28 cage `cage` (cmac_<cage>:<cu>), if any.
+  std::optional<XclbinIp> cmac_kernel(unsigned cage) const;
 };
+// "kernel:cu" -> "kernel:{cu}", the name xrt::ip takes.
+inline std::string xrt_ip_name(const std::string& layout_name) {
+  const size_t colon = layout_name.find(':');
+  if (colon == std::string::npos) return layout_name;
+  return layout_name.substr(0, colon + 1) + "{" + layout_name.substr(colon + 1) + "}";
+}
 
 // Parses and checks a container held in memory; `what` names it in errors.
 // Throws DriverError(kBadXclbin) with the reason when it is not usable.
