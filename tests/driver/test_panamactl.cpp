@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "driver/support/test_xclbin.hpp"
+#include "panama/driver/cmac.hpp"
 #include "panama/node_config.hpp"
 #include "panama/pcap_file.hpp"
 #include "panamactl_cli.hpp"
@@ -62,7 +63,8 @@ size_t pcap_frames(const std::string& path) {
 TEST_CASE("panamactl: usage errors exit 2 with a message", "[driver][panamactl]") {
   const Run help = ctl({"--help"});
   CHECK(help.code == 0);
-  for (const char* cmd : {"list", "status", "program", "apply", "counters", "clear", "reset", "send", "link"}) {
+  for (const char* cmd :
+       {"list", "status", "program", "apply", "counters", "clear", "reset", "send", "link"}) {
     CHECK_THAT(help.out, Catch::Contains(cmd));
   }
   CHECK(ctl({}).code == 2);
@@ -187,7 +189,8 @@ TEST_CASE("panamactl: a simulated card from image to counters", "[driver][panama
   CHECK(has_model);
 }
 
-TEST_CASE("panamactl link: the simulated CMAC's status, RS-FEC, loopback and counters", "[driver][panamactl]") {
+TEST_CASE("panamactl link: the simulated CMAC's status, RS-FEC, loopback and counters",
+          "[driver][panamactl]") {
   const std::string dir = temp_dir();
   const std::vector<std::string> dev = {"-d", "sim:model", "--sim-state", dir + "/state"};
   auto with = [&dev](std::vector<std::string> args) {
@@ -212,7 +215,8 @@ TEST_CASE("panamactl link: the simulated CMAC's status, RS-FEC, loopback and cou
 
   const Run on = with({"link", "--rsfec", "on"});
   CHECK(on.code == 0);
-  CHECK_THAT(on.out, Catch::Contains("link up") && Catch::Contains("rs-fec       on (RSFEC_CONFIG_ENABLE 0x3"));
+  CHECK_THAT(on.out,
+             Catch::Contains("link up") && Catch::Contains("rs-fec       on (RSFEC_CONFIG_ENABLE 0x3"));
   auto j = json({"link"});
   CHECK(j["up"] == true);
   CHECK(j["rsfec"] == true);
@@ -276,7 +280,8 @@ TEST_CASE("panamactl link on XRT's no-op device names the CMAC register XRT refu
   CHECK_THAT(none.err, Catch::Contains("not programmed"));
 }
 
-TEST_CASE("panamactl: a malformed simulation state file is an error, not a silent default", "[driver][panamactl]") {
+TEST_CASE("panamactl: a malformed simulation state file is an error, not a silent default",
+          "[driver][panamactl]") {
   const std::string dir = temp_dir();
   write_test_xclbin(dir + "/panama.xclbin", driver::KernelFlavor::kRtl, "xilinx_u280");
   const std::string state = dir + "/state";
@@ -288,10 +293,10 @@ TEST_CASE("panamactl: a malformed simulation state file is an error, not a silen
   }
   REQUIRE(good.find("\nx ") != std::string::npos);
   const std::vector<std::string> bad_lines = {
-      "x zz765ec-e9fb-4813-b63a-d59a442e70f5 xilinx_u280 panama_engine:panama_engine_1",  // not hex
-      "x 8bc765ec-e9fb-4813-b63a xilinx_u280 panama_engine:panama_engine_1",             // short uuid
+      "x zz765ec-e9fb-4813-b63a-d59a442e70f5 xilinx_u280 panama_engine:panama_engine_1",   // not hex
+      "x 8bc765ec-e9fb-4813-b63a xilinx_u280 panama_engine:panama_engine_1",               // short uuid
       "x 8bc765ec+e9fb-4813-b63a-d59a442e70f5 xilinx_u280 panama_engine:panama_engine_1",  // separator
-      "x 8bc765ec-e9fb-4813-b63a-d59a442e70f5 xilinx_u280",                              // missing field
+      "x 8bc765ec-e9fb-4813-b63a-d59a442e70f5 xilinx_u280",                                // missing field
       "w 18 2580 junk",
       "w 18",
       "f 0a0b0",
@@ -311,4 +316,21 @@ TEST_CASE("panamactl: a malformed simulation state file is an error, not a silen
   }
   std::ofstream(state, std::ios::trunc) << good;
   CHECK(ctl({"status", "-d", "sim:model", "--sim-state", state}).code == 0);
+}
+
+TEST_CASE("docs/alveo.md's CMAC register table is the driver's", "[driver][panamactl]") {
+  std::ifstream in(PANAMA_SOURCE_DIR "/docs/alveo.md");
+  REQUIRE(in);
+  std::vector<std::string> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| 0x", 0) == 0 && line.size() > 9 && line[8] == ' ') rows.push_back(line);
+  }
+  REQUIRE(rows.size() == driver::cmac::kRegisters.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = driver::cmac::kRegisters[i];
+    char want[512];
+    std::snprintf(want, sizeof(want), "| 0x%04X | %s | %s |", r.offset, r.name, r.meaning);
+    CHECK(rows[i] == want);
+  }
 }

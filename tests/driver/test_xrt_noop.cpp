@@ -15,8 +15,8 @@
 #include "driver/support/test_xclbin.hpp"
 #include "panama/driver/cmac.hpp"
 #include "panama/driver/device.hpp"
-#include "panama/driver/register_port.hpp"
 #include "panama/driver/kernel_names.hpp"
+#include "panama/driver/register_port.hpp"
 #include "panama/driver/xclbin.hpp"
 #include "panama/regmap.hpp"
 #include "support/temp_dir.hpp"
@@ -198,7 +198,8 @@ TEST_CASE("XRT backend: shared register access, one lock per card, the CMAC kern
   for (const auto& f : std::filesystem::directory_iterator(dir)) {
     CHECK(f.path().filename().string().find("xrt") == std::string::npos);
   }
-  CHECK_THAT(message_of([] { open_device("xrt:0"); }), Catch::Contains("card noop") && Catch::Contains("busy"));
+  CHECK_THAT(message_of([] { open_device("xrt:0"); }),
+             Catch::Contains("card noop") && Catch::Contains("busy"));
   CHECK_THAT(dev->description(), Catch::Contains("(noop)"));
 
   // An image with the CMAC kernel of cage 0: the driver opens it through
@@ -212,7 +213,8 @@ TEST_CASE("XRT backend: shared register access, one lock per card, the CMAC kern
   CHECK_THAT(message_of([&] { cmac::read_status(mac); }),
              Catch::Contains("CMAC STAT_RX_STATUS_REG") && Catch::Contains("Operation not permitted"));
   CHECK(kind_of([&] { cmac::set_rsfec(mac, true); }) == ErrorKind::kRegisterAccess);
-  CHECK_THAT(message_of([&] { dev->cmac(1); }), Catch::Contains("no CMAC kernel") && Catch::Contains("cmac_1"));
+  CHECK_THAT(message_of([&] { dev->cmac(1); }),
+             Catch::Contains("no CMAC kernel") && Catch::Contains("cmac_1"));
   CHECK(kind_of([&] { dev->cmac(1); }) == ErrorKind::kUnsupported);
 
   // A reader beside the controller: on a card it sees the image and opens

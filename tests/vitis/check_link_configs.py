@@ -6,8 +6,9 @@ board table: kernel instances, SLR placements, stream connections, one clock
 for every kernel, and the transceiver / reference-clock / free-running-clock
 names of every CMAC kernel.
 
-Usage: check_link_configs.py <hw/vitis source dir> <hw/vitis build dir> [--self-test]
---self-test also checks that a config with one wrong name is refused.
+Usage: check_link_configs.py <hw/vitis source dir> <hw/vitis build dir> [--self-test] [--docs <docs/alveo.md>]
+--self-test also checks that a config with one wrong name is refused;
+--docs checks that the document's board table matches hw/vitis/boards.json.
 """
 import json
 import os
@@ -95,11 +96,31 @@ def check(board_name, board, deployment, ports, cmac, kernels, clock_hz, cfg_tex
     return errors
 
 
+def check_docs(path, boards):
+    """The board table of docs/alveo.md: one row per board with its names."""
+    errors = []
+    rows = {}
+    for line in open(path).read().splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0] in boards["boards"]:
+            rows[cells[0]] = cells
+    for name, b in boards["boards"].items():
+        row = rows.get(name)
+        if not row:
+            errors.append(f"{path}: no board table row for {name}")
+            continue
+        want = [name, b["platform"], "`, `".join(b["gt"]), "`, `".join(b["refclk"]),
+                str(b['refclk_mhz']), b["freerun_clk"], b["slr"]]
+        if row != want:
+            errors.append(f"{path}: board table row {row} != {want} (hw/vitis/boards.json)")
+    return errors
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    src, build = sys.argv[1], sys.argv[2]
+    src, build = sys.argv[1], os.path.abspath(sys.argv[2])
     self_test = "--self-test" in sys.argv[3:]
     boards = json.load(open(os.path.join(src, "boards.json")))
     kernels = json.load(open(os.path.join(src, "kernels.json")))
@@ -134,6 +155,8 @@ def main():
                 for i, (c, t) in enumerate(mutations):
                     if not check(*args, c, t, tcl_path):
                         errors.append(f"{name}/{dep}: self-test mutation {i} was not caught")
+    if "--docs" in sys.argv:
+        errors += check_docs(sys.argv[sys.argv.index("--docs") + 1], boards)
     for e in errors:
         print("FAIL:", e)
     print(f"{checked} generated link configs checked against hw/vitis/boards.json"

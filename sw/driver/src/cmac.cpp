@@ -31,7 +31,8 @@ const std::vector<Register> kRegisters = {
      "bit 0 correction, 1 indication, 2 IEEE error indication mode"},
     {"STAT_RSFEC_STATUS_REG", kStatRsfecStatus, Kind::kStatus, "RS-FEC lock and alignment (shown raw)"},
     {"STAT_RX_RSFEC_CORRECTED_CW_INC", kStatRsfecCorrected, Kind::kCounter, "RS-FEC corrected codewords"},
-    {"STAT_RX_RSFEC_UNCORRECTED_CW_INC", kStatRsfecUncorrected, Kind::kCounter, "RS-FEC uncorrectable codewords"},
+    {"STAT_RX_RSFEC_UNCORRECTED_CW_INC", kStatRsfecUncorrected, Kind::kCounter,
+     "RS-FEC uncorrectable codewords"},
     {"RSFEC_CONFIG_ENABLE", kRsfecConfigEnable, Kind::kControl, "bit 0 RX RS-FEC, bit 1 TX RS-FEC"},
 };
 
@@ -79,7 +80,8 @@ std::string LinkStatus::verdict() const {
   }
   if (rx_status & kRxRemoteFault) {
     return "link down: the far end reports a remote fault (it does not receive us); check RS-FEC matches "
-           "(here " + fec + ") and the switch port's speed is fixed at 100G";
+           "(here " +
+           fec + ") and the switch port's speed is fixed at 100G";
   }
   if (locked == 0) {
     return "link down: no PCS lane locks: no signal, or RS-FEC differs between the ends (here " + fec +

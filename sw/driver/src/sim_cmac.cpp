@@ -92,8 +92,9 @@ std::vector<std::string> SimCmac::state_lines(unsigned cage) const {
   out.emplace_back(b);
   std::snprintf(b, sizeof(b), "p %u peer_rsfec %d", cage, peer_rsfec_ ? 1 : 0);
   out.emplace_back(b);
-  for (const auto& [off, val] : {std::pair{kGtLoopback, loopback_}, std::pair{kRsfecConfigEnable, rsfec_enable_},
-                                 std::pair{kRsfecConfigIndCorrection, rsfec_ind_}}) {
+  for (const auto& [off, val] :
+       {std::pair{kGtLoopback, loopback_}, std::pair{kRsfecConfigEnable, rsfec_enable_},
+        std::pair{kRsfecConfigIndCorrection, rsfec_ind_}}) {
     std::snprintf(b, sizeof(b), "m %u %x %x", cage, off, val);
     out.emplace_back(b);
   }

@@ -208,10 +208,10 @@ void SimulationDevice::replay() {
       ok = tag.empty();
     }
     if (!ok) {
-      throw DriverError(ErrorKind::kInvalidArgument, options_.sim_state + ":" + std::to_string(lineno) +
-                                                         ": corrupt simulation state line \"" +
-                                                         line.substr(0, 60) +
-                                                         "\"; remove the file (or run `panamactl reset`) to start afresh");
+      throw DriverError(ErrorKind::kInvalidArgument,
+                        options_.sim_state + ":" + std::to_string(lineno) +
+                            ": corrupt simulation state line \"" + line.substr(0, 60) +
+                            "\"; remove the file (or run `panamactl reset`) to start afresh");
     }
   }
 }

@@ -12,8 +12,8 @@
 #include <xrt/xrt_device.h>
 #include <cctype>
 #include <cstdlib>
-#include <map>
 #include <cstring>
+#include <map>
 #include <system_error>
 
 #include "backends.hpp"
@@ -93,8 +93,7 @@ class XrtIpPort final : public RegisterPort {
 
  private:
   [[noreturn]] void fail(const char* verb, uint32_t offset, const std::exception& e) {
-    std::string msg =
-        std::string(verb) + " " + namer_(offset) + " on " + where_ + " failed: " + e.what();
+    std::string msg = std::string(verb) + " " + namer_(offset) + " on " + where_ + " failed: " + e.what();
     if (noop_mode()) msg += " (XRT's no-op device, XCL_EMULATION_MODE=noop, has no registers)";
     throw DriverError(is_busy(e) ? ErrorKind::kDeviceBusy : ErrorKind::kRegisterAccess, msg);
   }
@@ -225,8 +224,9 @@ class XrtDevice final : public Device {
     const std::optional<XclbinIp> ip = xclbin_->cmac_kernel(cage);
     if (!ip) {
       throw DriverError(ErrorKind::kUnsupported,
-                        spec() + ": the loaded image has no CMAC kernel for QSFP28 cage " + std::to_string(cage) +
-                            " (looked for " + cmac_name(cage) + " in its IP_LAYOUT; hw/vitis/boards.json)");
+                        spec() + ": the loaded image has no CMAC kernel for QSFP28 cage " +
+                            std::to_string(cage) + " (looked for " + cmac_name(cage) +
+                            " in its IP_LAYOUT; hw/vitis/boards.json)");
     }
     const std::string name = xrt_ip_name(ip->name);
     xrt::ip handle;
@@ -256,7 +256,8 @@ class XrtDevice final : public Device {
   // Refuses writes on a read-only open.
   class ReadOnlyPort final : public RegisterPort {
    public:
-    ReadOnlyPort(std::unique_ptr<RegisterPort> p, std::string spec) : p_(std::move(p)), spec_(std::move(spec)) {}
+    ReadOnlyPort(std::unique_ptr<RegisterPort> p, std::string spec)
+        : p_(std::move(p)), spec_(std::move(spec)) {}
     uint32_t read32(uint32_t o) override { return p_->read32(o); }
     void write32(uint32_t o, uint32_t) override {
       throw DriverError(ErrorKind::kInvalidArgument,

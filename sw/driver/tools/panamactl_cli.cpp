@@ -7,13 +7,13 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <bitset>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <bitset>
 #include <optional>
 #include <thread>
 
@@ -127,7 +127,6 @@ void print_counters(Device& dev, const std::vector<config::EntryConfig>& entries
   out.flush();
 }
 
-
 struct LinkOptions {
   unsigned cage = 0;
   std::string rsfec, loopback, sim_cable, sim_peer_rsfec;
@@ -140,9 +139,9 @@ std::string lanes(uint32_t bits) {
 }
 
 std::string rx_status_text(uint32_t v) {
-  static const char* names[] = {"status",      "aligned",      "misaligned",           "aligned_err",
-                                "hi_ber",      "remote_fault", "local_fault",          "internal_local_fault",
-                                "received_local_fault"};
+  static const char* names[] = {
+      "status",       "aligned",     "misaligned",           "aligned_err",         "hi_ber",
+      "remote_fault", "local_fault", "internal_local_fault", "received_local_fault"};
   std::string t;
   for (int i = 0; i < 9; ++i) {
     if (v & (1u << i)) t += (t.empty() ? "" : " ") + std::string(names[i]);
@@ -165,28 +164,27 @@ void print_link(const std::string& spec, unsigned cage, const cmac::LinkStatus& 
                 const std::string& self_test, std::ostream& out) {
   const cmac::Counters& c = st.counters;
   if (json) {
-    nlohmann::json j = {
-        {"device", spec},
-        {"cage", cage},
-        {"up", st.up()},
-        {"verdict", st.verdict()},
-        {"rx_status", fmt::format("0x{:08X}", st.rx_status)},
-        {"rx_status_bits", rx_status_text(st.rx_status)},
-        {"tx_local_fault", (st.tx_status & 1) != 0},
-        {"block_lock_lanes", std::bitset<20>(st.block_lock & cmac::kAllPcsLanes).count()},
-        {"lane_sync_lanes", std::bitset<20>(st.lane_sync & cmac::kAllPcsLanes).count()},
-        {"rsfec", st.rsfec_on()},
-        {"rsfec_status", fmt::format("0x{:08X}", st.rsfec_status)},
-        {"loopback", st.near_end_loopback()},
-        {"core_version", fmt::format("0x{:08X}", st.core_version)},
-        {"counters",
-         {{"rx_packets", c.rx_packets},
-          {"rx_good_packets", c.rx_good_packets},
-          {"rx_bad_fcs", c.rx_bad_fcs},
-          {"tx_packets", c.tx_packets},
-          {"tx_good_packets", c.tx_good_packets},
-          {"rsfec_corrected", c.rsfec_corrected},
-          {"rsfec_uncorrected", c.rsfec_uncorrected}}}};
+    nlohmann::json j = {{"device", spec},
+                        {"cage", cage},
+                        {"up", st.up()},
+                        {"verdict", st.verdict()},
+                        {"rx_status", fmt::format("0x{:08X}", st.rx_status)},
+                        {"rx_status_bits", rx_status_text(st.rx_status)},
+                        {"tx_local_fault", (st.tx_status & 1) != 0},
+                        {"block_lock_lanes", std::bitset<20>(st.block_lock & cmac::kAllPcsLanes).count()},
+                        {"lane_sync_lanes", std::bitset<20>(st.lane_sync & cmac::kAllPcsLanes).count()},
+                        {"rsfec", st.rsfec_on()},
+                        {"rsfec_status", fmt::format("0x{:08X}", st.rsfec_status)},
+                        {"loopback", st.near_end_loopback()},
+                        {"core_version", fmt::format("0x{:08X}", st.core_version)},
+                        {"counters",
+                         {{"rx_packets", c.rx_packets},
+                          {"rx_good_packets", c.rx_good_packets},
+                          {"rx_bad_fcs", c.rx_bad_fcs},
+                          {"tx_packets", c.tx_packets},
+                          {"tx_good_packets", c.tx_good_packets},
+                          {"rsfec_corrected", c.rsfec_corrected},
+                          {"rsfec_uncorrected", c.rsfec_uncorrected}}}};
     if (!self_test.empty()) j["self_test"] = self_test;
     out << j.dump(2) << "\n";
     return;
@@ -319,8 +317,9 @@ int panamactl_main(const std::vector<std::string>& args, std::ostream& out, std:
       ->check(CLI::IsMember({"on", "off"}));
   link->add_option("--loopback", link_opts.loopback, "near-end GT (PMA) loopback on or off")
       ->check(CLI::IsMember({"on", "off"}));
-  link->add_flag("--self-test", link_opts.self_test,
-                 "loop the transceivers back on themselves, check the link comes up, restore; no switch needed");
+  link->add_flag(
+      "--self-test", link_opts.self_test,
+      "loop the transceivers back on themselves, check the link comes up, restore; no switch needed");
   link->add_option("--wait", link_opts.wait, "seconds to wait for the link after a change")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 60.0));
