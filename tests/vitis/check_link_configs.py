@@ -113,6 +113,20 @@ def check_docs(path, boards):
                 str(b['refclk_mhz']), b["freerun_clk"], b["slr"]]
         if row != want:
             errors.append(f"{path}: board table row {row} != {want} (hw/vitis/boards.json)")
+    # The deployment packages table: one row per board, the table's globs.
+    for line in open(path).read().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] in boards["boards"] and "`" in cells[1]:
+            b = boards["boards"][cells[0]]
+            globs = re.findall(r"`([^`]+)`", cells[1])
+            if globs != b["deployment_packages"]:
+                errors.append(f"{path}: {cells[0]} deployment packages {globs} != {b['deployment_packages']}")
+            if cells[2].startswith("two") != b["two_stage"]:
+                errors.append(f"{path}: {cells[0]} platform stages '{cells[2]}' disagree with two_stage")
+            b["_docs_packages"] = True
+    for name, b in boards["boards"].items():
+        if not b.get("_docs_packages"):
+            errors.append(f"{path}: no deployment package row for {name}")
     return errors
 
 
