@@ -370,13 +370,21 @@ class Planner {
     const auto& p = sw_ports[sw];
     return static_cast<uint32_t>(std::find(p.begin(), p.end(), neighbour) - p.begin());
   }
-  // Whether leaf `leaf` is `sw` or reached from `sw` by going down tiers.
-  bool below(size_t leaf, size_t sw) const {
-    if (leaf == sw) return true;
-    for (size_t o : sw_neighbours[sw]) {
-      if (tier[o] < tier[sw] && below(leaf, o)) return true;
+  // Per PSwitch, the hosts reached from it by going down tiers, in host order.
+  std::vector<std::vector<size_t>> hosts_below() const {
+    std::vector<std::vector<size_t>> below(c.switches.size());
+    for (size_t h = 0; h < c.hosts.size(); ++h) below[static_cast<size_t>(host_leaf[h])].push_back(h);
+    for (int t = 1; t <= 2; ++t) {
+      for (size_t s = 0; s < c.switches.size(); ++s) {
+        if (tier[s] != t) continue;
+        for (size_t o : sw_neighbours[s]) {
+          if (tier[o] == t - 1) below[s].insert(below[s].end(), below[o].begin(), below[o].end());
+        }
+        std::sort(below[s].begin(), below[s].end());
+        below[s].erase(std::unique(below[s].begin(), below[s].end()), below[s].end());
+      }
     }
-    return false;
+    return below;
   }
   bool linked(size_t sw, const std::string& neighbour) const {
     const auto& p = sw_ports[sw];
@@ -591,6 +599,7 @@ class Planner {
 
   // Node configuration (engine table + "pswitch" section) of every PSwitch.
   void write_switch_configs() {
+    const std::vector<std::vector<size_t>> below = hosts_below();
     for (size_t s = 0; s < c.switches.size(); ++s) {
       const SwitchDesc& sd = c.switches[s];
       SwitchOutput out;
@@ -617,15 +626,13 @@ class Planner {
         port.reorder = c.port_defaults.reorder;
         port.uplink = o.kind == NodeKind::kSwitch && tier[o.index] > tier[s];
         ps.ports.push_back(port);
-        // Static MAC routes: the neighbour itself, and a spine reaches a leaf's hosts through it.
+        // Static MAC routes: the neighbour itself, and the hosts below a lower-tier neighbour through it.
         const config::MacAddress mac =
             o.kind == NodeKind::kHost ? c.hosts[o.index].mac : c.switches[o.index].mac;
         ps.mac_table.push_back(pswitch::MacRoute{mac, static_cast<uint32_t>(p)});
         if (o.kind == NodeKind::kSwitch && tier[o.index] < tier[s]) {
-          for (size_t h = 0; h < c.hosts.size(); ++h) {
-            if (below(static_cast<size_t>(host_leaf[h]), o.index)) {
-              ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
-            }
+          for (size_t h : below[o.index]) {
+            ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
           }
         }
       }
