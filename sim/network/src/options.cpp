@@ -159,8 +159,9 @@ ManualFlow parse_flow(const std::string& text) {
 
 bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit_code) {
   CLI::App app{
-      "panama-netsim: packet-level simulation (ns-3) of a shared leaf-spine cluster running data-parallel "
-      "jobs (PANAMA in-network aggregation, ring allreduce) beside web-search background traffic"};
+      "panama-netsim: packet-level simulation (ns-3) of a shared leaf-spine or fat-tree cluster running "
+      "data-parallel jobs (PANAMA in-network aggregation, ring allreduce) beside web-search background "
+      "traffic"};
   std::string scheme = scheme_name(o.scheme);
   std::string topology = topology_name(o.topology);
   std::string models;
