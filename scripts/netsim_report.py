@@ -53,6 +53,8 @@ def row(s):
         "sim_ms": s["sim_time_ms"],
         "wall_s": s["performance"]["wall_s"],
         "finished": s["finished"],
+        "pauses": s.get("pfc", {}).get("pause_frames", 0),
+        "paused_us": s.get("pfc", {}).get("paused_us", 0.0),
     }
 
 
@@ -73,15 +75,23 @@ def main():
     any_run = next(iter(runs.values()))
     opt = any_run["options"]
 
+    if opt.get("topology") == "fat-tree":
+        shape = f"fat-tree k={opt['k']}: {opt['racks']} edges x {opt['hosts_per_rack']}"
+    else:
+        shape = f"{opt['racks']} racks x {opt['hosts_per_rack']}, {opt['spines']} spines"
+    lossless = any(v["options"].get("lossless") for v in runs.values())
+    queues = (f"lossless (PFC XOFF {opt['pfc_xoff_kb']} KB, XON {opt['pfc_xon_kb']} KB per ingress port and class)"
+              if lossless else f"buffer {opt['buffer_kb']} KB/port")
     lines = [
-        f"Set-up: {opt['hosts']} hosts ({opt['racks']} racks x {opt['hosts_per_rack']}, {opt['spines']} spines), "
+        f"Set-up: {opt['hosts']} hosts ({shape}), "
         f"hosts {opt['host_gbps']} Gb/s, fabric {opt['fabric_gbps']} Gb/s, K {opt['ecn_k_kb']} KB, "
-        f"buffer {opt['buffer_kb']} KB/port; {opt['jobs']} jobs x {opt['workers_per_job']} workers "
+        f"{queues}; {opt['jobs']} jobs x {opt['workers_per_job']} workers "
         f"({', '.join(opt['models'])}), scale {opt['scale']}, window {opt['duration_ms']} ms, seed {opt['seed']}.",
         "",
         "| load | scheme | short-flow FCT slowdown mean | p99 | all flows mean | p99 | flows (short) | "
-        "mean iteration per job (ms) | leaf-spine GB | drops | engine drops | bit-exact | sim ms | wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "mean iteration per job (ms) | switch-to-switch GB | drops | engine drops | bit-exact | sim ms | wall s |"
+        + (" PFC pauses | paused us |" if lossless else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if lossless else ""),
     ]
     for load in loads:
         for sc in schemes:
@@ -93,7 +103,7 @@ def main():
                 f"| {load} | {sc} | {r['small_mean']:.2f} | {r['small_p99']:.2f} | {r['all_mean']:.2f} | "
                 f"{r['all_p99']:.2f} | {r['measured']} ({r['small_count']}) | {its} | {r['leaf_spine_gb']:.2f} | "
                 f"{r['drops']} | {r['engine_drops']} | {exact_text(r['exact'])} | {r['sim_ms']:.1f} | "
-                f"{r['wall_s']:.0f} |")
+                f"{r['wall_s']:.0f} |" + (f" {r['pauses']} | {r['paused_us']:.0f} |" if lossless else ""))
     lines += ["", "Ratios baseline / PANAMA (above 1: PANAMA better). " + PAPER + ".", "",
               "| load | baseline | short-flow FCT mean | short-flow FCT p99 | training time (per job) |",
               "|---|---|---|---|---|"]
@@ -161,7 +171,7 @@ def main():
         ax.bar(xs, ys, width, label=sc, color=colors[sc])
     ax.set_xticks([li + width * (len(schemes) - 1) / 2 for li in range(len(loads))])
     ax.set_xticklabels([f"load {l}" for l in loads])
-    ax.set_ylabel("GB on leaf-spine links (whole run)")
+    ax.set_ylabel("GB on switch-to-switch links (whole run)")
     ax.set_title("bytes carried by the fabric core")
     ax.legend()
     fig.tight_layout()

@@ -9,7 +9,10 @@
 #
 # Usage: scripts/reproduce.sh [--out DIR] [--seed N] [--loads "0.3 0.6"]
 #                             [--window-ms MS] [--parallel N] [--quick]
+#                             [--fat-tree K] [--lossless]
 #   --quick: 16 hosts and a 2 ms window (a few minutes), to try the pipeline.
+#   --fat-tree K: a k-ary fat-tree (K^3/4 hosts, all links 10 Gb/s) instead of
+#                 the leaf-spine fabric; --lossless: PFC instead of tail drop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +23,7 @@ WINDOW_MS=6
 PARALLEL=2
 TOPO=(--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps 20)
 JOBS=(--jobs 4 --workers-per-job 8 --models resnet50,vgg16,bert-large,vgg16 --scale 0.002 --iterations 100000)
+EXTRA=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
@@ -28,10 +32,13 @@ while [[ $# -gt 0 ]]; do
     --window-ms) WINDOW_MS=$2; shift 2 ;;
     --parallel) PARALLEL=$2; shift 2 ;;
     --quick)
-      TOPO=(--racks 4 --hosts-per-rack 4 --spines 2 --host-gbps 10 --fabric-gbps 20)
+      [[ ${TOPO[0]} == --topology ]] || TOPO=(--racks 4 --hosts-per-rack 4 --spines 2 --host-gbps 10 --fabric-gbps 20)
       JOBS=(--jobs 2 --workers-per-job 4 --models resnet50,vgg16 --scale 0.002 --iterations 100000)
       WINDOW_MS=2; shift ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    --fat-tree)
+      TOPO=(--topology fat-tree --k "$2" --host-gbps 10 --fabric-gbps 10); shift 2 ;;
+    --lossless) EXTRA+=(--lossless); shift ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -43,7 +50,7 @@ if [[ ! -x "$BUILD_DIR/sim/network/panama-netsim" ]]; then
 fi
 NETSIM=$BUILD_DIR/sim/network/panama-netsim
 mkdir -p "$OUT"
-COMMON=("${TOPO[@]}" "${JOBS[@]}" --duration-ms "$WINDOW_MS" --seed "$SEED" --buffer-kb 1024 --ecn-k-kb 100)
+COMMON=("${TOPO[@]}" "${JOBS[@]}" --duration-ms "$WINDOW_MS" --seed "$SEED" --buffer-kb 1024 --ecn-k-kb 100 ${EXTRA[@]+"${EXTRA[@]}"})
 echo "reproduce: $NETSIM ${COMMON[*]}" | tee "$OUT/command.txt"
 echo "reproduce: loads $LOADS, schemes panama ring single-tree fixed-window, $PARALLEL at a time"
 start=$(date +%s)

@@ -1,7 +1,8 @@
 // Tests of the ns-3 network simulation on small fabrics and short runs:
-// allreduce results bit for bit through simulated PSwitches, ECN reaching
-// the workers, cwnd_cap and engine slots, idle-network FCT, flow-level ECMP,
-// determinism, and option validation.
+// allreduce results bit for bit through simulated PSwitches (one, two and
+// three tiers), ECN reaching the workers, cwnd_cap and engine slots,
+// idle-network FCT, flow-level ECMP over spines and fat-tree cores, PFC
+// (lossless: pauses, no drops), determinism, and option validation.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -18,6 +19,7 @@ using panama::netsim::OptionError;
 using panama::netsim::Options;
 using panama::netsim::RunResult;
 using panama::netsim::Scheme;
+using panama::netsim::Topology;
 
 namespace {
 
@@ -111,6 +113,146 @@ TEST_CASE("allreduce is bit-exact through two tiers of PSwitches, several jobs a
   // Every leaf sends one aggregate per chunk up: leaf-spine traffic is
   // (leaves x chunks) packets up plus as many results down, not per worker.
   CHECK(pswitch(r, "leaf0")["emitted"].get<uint64_t>() == spine0 + spine1);
+}
+
+TEST_CASE("allreduce is bit-exact through three tiers of a fat-tree, several jobs and trees", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim fat-tree"));
+  o.topology = Topology::kFatTree;
+  o.k = 4;  // 16 hosts: edge e holds hosts 2e, 2e+1; pod p = edges 2p, 2p+1
+  o.jobs = 2;
+  o.workers_per_job = 4;  // slot 0 of edges 0-3 (pods 0, 1) and of edges 4-7 (pods 2, 3)
+  o.trees = 4;
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  CHECK(r.summary["fabric"]["drops"].get<uint64_t>() == 0);
+  // Job 1's trees take cores 0-3, job 2's (4 trees later) cores 0-3 again.
+  // Tree t gets chunks k with k mod 4 == t; core t emits one result per
+  // such chunk of either job. Aggregation switch i of a pod carries the
+  // trees rooted at cores 2i, 2i+1 and emits one aggregate per chunk of them.
+  uint64_t core[4] = {0, 0, 0, 0};
+  for (const auto& job : r.summary["jobs"]) {
+    const uint64_t c = chunks_of(o, job);
+    REQUIRE(job["trees"].size() == 4);
+    for (uint32_t t = 0; t < 4; ++t) {
+      CHECK(job["trees"][t]["root"] == "core" + std::to_string(t));
+      core[t] += (c + 3 - t) / 4 * o.iterations;
+    }
+  }
+  for (int t = 0; t < 4; ++t)
+    CHECK(pswitch(r, "core" + std::to_string(t))["emitted"].get<uint64_t>() == core[t]);
+  const uint64_t c1 = chunks_of(o, r.summary["jobs"][0]), c2 = chunks_of(o, r.summary["jobs"][1]);
+  auto trees01 = [&](uint64_t c) { return ((c + 3) / 4 + (c + 2) / 4) * o.iterations; };
+  CHECK(pswitch(r, "agg0")["emitted"].get<uint64_t>() == trees01(c1));  // pod 0, job 1
+  CHECK(pswitch(r, "agg2")["emitted"].get<uint64_t>() == trees01(c1));  // pod 1, job 1
+  CHECK(pswitch(r, "agg4")["emitted"].get<uint64_t>() == trees01(c2));  // pod 2, job 2
+  CHECK(pswitch(r, "agg3")["emitted"].get<uint64_t>() == c1 * o.iterations - trees01(c1));
+  CHECK(pswitch(r, "edge5")["emitted"].get<uint64_t>() == c2 * o.iterations);  // every chunk, once
+}
+
+TEST_CASE("fat-tree: flow-level ECMP spreads flows over the cores; a lone flow takes one", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim fat-tree ecmp"));
+  o.topology = Topology::kFatTree;
+  o.k = 4;
+  o.jobs = 0;
+  o.link_delay_us = 2;
+  // Core c is reached from pod 0 through agg(c / 2): agg0 - core0, core1; agg1 - core2, core3.
+  auto to_core = [](const RunResult& r, int c) {
+    return link_bytes(r, "agg" + std::to_string(c / 2), "core" + std::to_string(c));
+  };
+  o.flows = {{0, 9, 10000, 0}};  // pod 0 to pod 2
+  {
+    const RunResult r = panama::netsim::run_simulation(o);
+    int used = 0;
+    for (int c = 0; c < 4; ++c) used += to_core(r, c) > 0 ? 1 : 0;
+    CHECK(used == 1);
+    // Six links host - edge - agg - core - agg - edge - host on an idle network: its ideal time.
+    REQUIRE(r.flows.size() == 1);
+    const auto& f = r.flows[0];
+    CHECK(f.ideal_us == Approx(panama::netsim::ideal_fct_path_us(o, 10000, 4)));
+    CHECK(std::fabs(f.fct_us - f.ideal_us) <= 6 * 54 * 8 / 10.0 / 1e3);
+  }
+  o.flows.clear();
+  for (uint32_t i = 0; i < 64; ++i) o.flows.push_back({i % 4, 4 + (i * 7) % 12, 20000, 5.0 * i});
+  const RunResult r = panama::netsim::run_simulation(o);
+  uint64_t total = 0, most = 0;
+  for (int c = 0; c < 4; ++c) {
+    const uint64_t b = to_core(r, c);
+    INFO("core" << c << ": " << b << " bytes from pod 0");
+    CHECK(b > 0);
+    total += b;
+    most = std::max(most, b);
+  }
+  CHECK(most < total / 2);
+}
+
+TEST_CASE("lossless: PFC pauses the upstream instead of dropping under incast", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim pfc"));
+  o.racks = 2;
+  o.hosts_per_rack = 3;
+  o.spines = 1;
+  o.jobs = 0;
+  // Four senders (three across the spine, one in the rack) to host 3.
+  o.flows = {{0, 3, 300000, 0}, {1, 3, 300000, 0}, {2, 3, 300000, 0}, {4, 3, 300000, 0}};
+  // Without PFC: a 30 KB buffer and no ECN marking in practice, the incast's
+  // first windows overflow it.
+  o.buffer_kb = 30;
+  o.ecn_k_kb = 29;
+  {
+    const RunResult r = panama::netsim::run_simulation(o);
+    CHECK(r.summary["fabric"]["drops"].get<uint64_t>() > 0);
+    CHECK_FALSE(r.summary["pfc"]["enabled"].get<bool>());
+    CHECK(r.summary["pfc"]["pause_frames"].get<uint64_t>() == 0);
+  }
+  o.lossless = true;
+  o.ecn_k_kb = 10000;  // no ECN: only pauses hold the senders back
+  o.pfc_xoff_kb = 20;
+  o.pfc_xon_kb = 10;
+  const RunResult r = panama::netsim::run_simulation(o);
+  const auto& pfc = r.summary["pfc"];
+  INFO(pfc.dump());
+  REQUIRE(r.summary["finished"].get<bool>());
+  for (const auto& f : r.flows) CHECK(f.fct_us > 0);
+  CHECK(r.summary["fabric"]["drops"].get<uint64_t>() == 0);
+  CHECK(pfc["headroom_drops"].get<uint64_t>() == 0);
+  CHECK(pfc["pause_frames"].get<uint64_t>() > 0);
+  CHECK(pfc["pause_frames_by_class"]["tcp"].get<uint64_t>() == pfc["pause_frames"].get<uint64_t>());
+  CHECK(pfc["resume_frames"].get<uint64_t>() ==
+        pfc["pause_frames"].get<uint64_t>());  // all released at the end
+  CHECK(pfc["paused_us"].get<double>() > 0);
+  // The pause spreads back to the senders: leaf1 pauses the spine and host 4,
+  // the spine pauses leaf0, leaf0 pauses hosts 0-2.
+  CHECK(pfc["host_nic_paused_us"].get<double>() > 0);
+  uint64_t spine_paused = 0;
+  for (const auto& l : r.summary["fabric"]["links"]) {
+    if (l["from"] == "spine0" || l["from"] == "leaf0") spine_paused += l["pauses_received"].get<uint64_t>();
+  }
+  CHECK(spine_paused > 0);
+  // What an ingress port held stayed within XOFF + headroom.
+  CHECK(pfc["max_ingress_bytes_by_class"]["tcp"].get<double>() >= 20000);
+  CHECK(pfc["max_ingress_bytes_by_class"]["tcp"].get<double>() <=
+        20000 + pfc["headroom_bytes_max"].get<double>());
+  // Pauses and resumes are events like any other: the run is deterministic.
+  nlohmann::json again = panama::netsim::run_simulation(o).summary, first = r.summary;
+  again.erase("performance");
+  first.erase("performance");
+  CHECK(again == first);
+}
+
+TEST_CASE("lossless: a slow accelerator pauses the aggregation class only; results stay exact", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim pfc panama"));
+  o.lossless = true;
+  o.engine_gbps = 2;  // the leaves' accelerators take 2 Gb/s of 20 Gb/s of contributions
+  o.pfc_xoff_kb = 8;
+  o.pfc_xon_kb = 4;
+  o.trees = 2;
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  const auto& pfc = r.summary["pfc"];
+  INFO(pfc.dump());
+  CHECK(r.summary["fabric"]["drops"].get<uint64_t>() == 0);
+  CHECK(pfc["pause_frames_by_class"]["panama"].get<uint64_t>() > 0);
+  CHECK(pfc["pause_frames_by_class"]["tcp"].get<uint64_t>() == 0);
+  CHECK(pfc["paused_us_by_class"]["panama"].get<double>() > 0);
 }
 
 TEST_CASE("ECN marks at a congested port reach every worker and cut the windows", "[network]") {
@@ -285,6 +427,21 @@ TEST_CASE("bad options and input files are rejected with a clear message", "[net
   CHECK_THAT(parse_error({"--elems-per-packet", "400"}), Contains("1500-byte MTU"));
   CHECK_THAT(parse_error({"--workers-per-job", "1"}), Contains("at least 2"));
   CHECK(parse_error({"--racks", "2", "--load", "0.5", "--scheme", "ring"}).empty());
+  CHECK_THAT(parse_error({"--topology", "fat-tree", "--k", "5"}),
+             Contains("--k: the fat-tree arity must be even"));
+  CHECK_THAT(parse_error({"--topology", "fat-tree", "--k", "64"}), Contains("--k: 2..62"));
+  CHECK_THAT(parse_error({"--topology", "torus"}), Contains("unknown topology 'torus'"));
+  CHECK_THAT(parse_error({"--topology", "fat-tree", "--racks", "4"}),
+             Contains("--racks: not an option of --topology fat-tree"));
+  CHECK_THAT(parse_error({"--k", "4"}), Contains("--k: only with --topology fat-tree"));
+  CHECK_THAT(parse_error({"--topology", "fat-tree", "--k", "4", "--jobs", "5"}),
+             Contains("do not fit on 16 hosts"));
+  CHECK(
+      parse_error({"--topology", "fat-tree", "--k", "8", "--jobs", "4", "--workers-per-job", "32"}).empty());
+  CHECK_THAT(parse_error({"--pfc-xoff-kb", "50"}), Contains("--pfc-xoff-kb: only with --lossless"));
+  CHECK_THAT(parse_error({"--lossless", "--pfc-xoff-kb", "50", "--pfc-xon-kb", "50"}),
+             Contains("below --pfc-xoff-kb"));
+  CHECK_THAT(parse_error({"--lossless", "--pfc-xoff-kb", "1"}), Contains("at least 2 KB"));
 
   const std::string dir = panama::test::temp_dir("netsim-cdf");
   const std::string path = dir + "/bad.txt";

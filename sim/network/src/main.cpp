@@ -15,11 +15,16 @@ int main(int argc, char** argv) {
   }
   try {
     if (o.progress) {
+      char shape[96];
+      if (o.topology == panama::netsim::Topology::kFatTree) {
+        std::snprintf(shape, sizeof shape, "fat-tree k=%u: %u edges x %u", o.k, o.num_racks(), o.rack_size());
+      } else {
+        std::snprintf(shape, sizeof shape, "%u racks x %u, %u spines", o.racks, o.hosts_per_rack, o.spines);
+      }
       std::fprintf(stderr,
-                   "[netsim] %u hosts (%u racks x %u, %u spines), scheme %s, %u jobs x %u workers, load "
-                   "%.2f, seed %llu\n",
-                   o.hosts(), o.racks, o.hosts_per_rack, o.spines, panama::netsim::scheme_name(o.scheme),
-                   o.jobs, o.workers_per_job, o.load, static_cast<unsigned long long>(o.seed));
+                   "[netsim] %u hosts (%s), scheme %s, %u jobs x %u workers, load %.2f, seed %llu%s\n",
+                   o.hosts(), shape, panama::netsim::scheme_name(o.scheme), o.jobs, o.workers_per_job, o.load,
+                   static_cast<unsigned long long>(o.seed), o.lossless ? ", lossless (PFC)" : "");
     }
     const panama::netsim::RunResult r = panama::netsim::run_simulation(o);
     panama::netsim::write_outputs(o, r);
@@ -43,12 +48,23 @@ int main(int argc, char** argv) {
       if (j["bit_exact"].is_boolean() && !j["bit_exact"].get<bool>() && o.verify) exact = false;
     }
     std::printf(
-        "fabric: %llu bytes leaf-spine, %llu drops, %llu CE marks; engine drops %llu; %.0f events, %.2f M "
+        "fabric: %llu bytes switch-to-switch, %llu drops, %llu CE marks; engine drops %llu; %.0f events, "
+        "%.2f M "
         "events/s\n",
         s["fabric"]["leaf_spine_bytes"].get<unsigned long long>(),
         s["fabric"]["drops"].get<unsigned long long>(), s["fabric"]["ce_marked"].get<unsigned long long>(),
         s["engine_drops_total"].get<unsigned long long>(), s["performance"]["events"].get<double>(),
         s["performance"]["events_per_s"].get<double>() / 1e6);
+    if (o.lossless) {
+      std::printf(
+          "pfc: %llu pause frames, %llu resumes, %.1f us paused in all (tcp %.1f, panama %.1f), %llu "
+          "headroom drops\n",
+          s["pfc"]["pause_frames"].get<unsigned long long>(),
+          s["pfc"]["resume_frames"].get<unsigned long long>(), s["pfc"]["paused_us"].get<double>(),
+          s["pfc"]["paused_us_by_class"]["tcp"].get<double>(),
+          s["pfc"]["paused_us_by_class"]["panama"].get<double>(),
+          s["pfc"]["headroom_drops"].get<unsigned long long>());
+    }
     if (!exact) {
       std::fprintf(stderr, "panama-netsim: an allreduce result differs from the reference\n");
       return 1;

@@ -29,6 +29,16 @@ Scheme parse_scheme(const std::string& name) {
   fail("--scheme: unknown scheme '" + name + "' (one of: panama, single-tree, fixed-window, ring)");
 }
 
+Topology parse_topology(const std::string& name) {
+  if (name == "leaf-spine") return Topology::kLeafSpine;
+  if (name == "fat-tree") return Topology::kFatTree;
+  fail("--topology: unknown topology '" + name + "' (one of: leaf-spine, fat-tree)");
+}
+
+const char* topology_name(Topology t) {
+  return t == Topology::kFatTree ? "fat-tree" : "leaf-spine";
+}
+
 const char* scheme_name(Scheme s) {
   switch (s) {
     case Scheme::kPanama:
@@ -67,19 +77,30 @@ void validate(const Options& o) {
   auto positive = [](double v, const char* name) {
     if (!(v > 0) || !std::isfinite(v)) fail(std::string(name) + ": must be a positive number");
   };
-  if (o.racks < 1) fail("--racks: at least 1 rack");
-  if (o.hosts_per_rack < 1) fail("--hosts-per-rack: at least 1 host per rack");
-  if (o.hosts_per_rack > 64) fail("--hosts-per-rack: at most 64 (a PSwitch has at most 64 ports)");
-  if (o.racks > 1 && o.spines < 1) fail("--spines: more than one rack needs at least 1 spine");
-  if (o.racks > 64) fail("--racks: at most 64 (a spine has one port per rack, at most 64)");
-  if (o.spines + o.hosts_per_rack > 64) fail("--spines: a leaf has at most 64 ports (hosts + spines)");
-  if (o.hosts() > 60000) fail("--racks x --hosts-per-rack: at most 60000 hosts");
+  if (o.topology == Topology::kFatTree) {
+    if (o.k % 2 != 0) fail("--k: the fat-tree arity must be even (got " + std::to_string(o.k) + ")");
+    if (o.k < 2 || o.k > 62) fail("--k: 2..62 (a switch has k ports, at most 64; k^3/4 hosts)");
+  } else {
+    if (o.racks < 1) fail("--racks: at least 1 rack");
+    if (o.hosts_per_rack < 1) fail("--hosts-per-rack: at least 1 host per rack");
+    if (o.hosts_per_rack > 64) fail("--hosts-per-rack: at most 64 (a PSwitch has at most 64 ports)");
+    if (o.racks > 1 && o.spines < 1) fail("--spines: more than one rack needs at least 1 spine");
+    if (o.racks > 64) fail("--racks: at most 64 (a spine has one port per rack, at most 64)");
+    if (o.spines + o.hosts_per_rack > 64) fail("--spines: a leaf has at most 64 ports (hosts + spines)");
+    if (o.hosts() > 60000) fail("--racks x --hosts-per-rack: at most 60000 hosts");
+  }
   positive(o.host_gbps, "--host-gbps");
   positive(o.fabric_gbps, "--fabric-gbps");
   if (!(o.link_delay_us >= 0) || !std::isfinite(o.link_delay_us)) fail("--link-delay-us: must be >= 0");
   if (o.buffer_kb < 2) fail("--buffer-kb: at least 2 KB (one full-size packet)");
   if (o.ecn_k_kb >= o.buffer_kb && !o.lossless)
     fail("--ecn-k-kb: the marking threshold must be below the buffer (--buffer-kb)");
+  if (o.lossless) {
+    if (o.pfc_xoff_kb < 2) fail("--pfc-xoff-kb: at least 2 KB (one full-size packet)");
+    if (o.pfc_xon_kb >= o.pfc_xoff_kb) fail("--pfc-xon-kb: must be below --pfc-xoff-kb");
+    if (o.pfc_headroom_kb != 0 && o.pfc_headroom_kb < 2)
+      fail("--pfc-headroom-kb: at least 2 KB (one full-size packet), or 0 for the computed headroom");
+  }
   positive(o.engine_gbps, "--engine-gbps");
   if (!(o.engine_latency_us >= 0) || !std::isfinite(o.engine_latency_us))
     fail("--engine-latency-us: must be >= 0");
@@ -99,7 +120,8 @@ void validate(const Options& o) {
   if (o.jobs > 0 && o.iterations < 1) fail("--iterations: at least 1");
   if (o.ring_segment_kb < 1) fail("--ring-segment-kb: at least 1");
   if (!(o.load >= 0 && o.load < 1)) fail("--load: must be in [0, 1)");
-  if (o.load > 0 && o.racks < 2) fail("--load: background flows go between racks; needs at least 2 racks");
+  if (o.load > 0 && o.num_racks() < 2)
+    fail("--load: background flows go between racks; needs at least 2 racks");
   if (!(o.duration_ms >= 0) || !std::isfinite(o.duration_ms)) fail("--duration-ms: must be >= 0");
   if (o.jobs == 0 && o.load > 0 && o.duration_ms == 0)
     fail("--duration-ms: background flows without jobs need a measurement window (> 0)");
@@ -137,20 +159,35 @@ ManualFlow parse_flow(const std::string& text) {
 
 bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit_code) {
   CLI::App app{
-      "panama-netsim: packet-level simulation (ns-3) of a shared leaf-spine cluster running data-parallel "
-      "jobs (PANAMA in-network aggregation, ring allreduce) beside web-search background traffic"};
+      "panama-netsim: packet-level simulation (ns-3) of a shared leaf-spine or fat-tree cluster running "
+      "data-parallel jobs (PANAMA in-network aggregation, ring allreduce) beside web-search background "
+      "traffic"};
   std::string scheme = scheme_name(o.scheme);
+  std::string topology = topology_name(o.topology);
   std::string models;
   std::vector<std::string> flows;
-  app.add_option("--racks", o.racks, "leaf switches (racks)")->capture_default_str();
-  app.add_option("--hosts-per-rack", o.hosts_per_rack, "hosts under each leaf")->capture_default_str();
-  app.add_option("--spines", o.spines, "spine switches, each linked to every leaf")->capture_default_str();
+  app.add_option("--topology", topology, "leaf-spine | fat-tree")->capture_default_str();
+  CLI::Option* k_opt = app.add_option("--k", o.k, "fat-tree arity (even): k pods, (k/2)^2 cores, k^3/4 hosts")
+                           ->capture_default_str();
+  CLI::Option* racks_opt = app.add_option("--racks", o.racks, "leaf switches (racks)")->capture_default_str();
+  CLI::Option* hpr_opt =
+      app.add_option("--hosts-per-rack", o.hosts_per_rack, "hosts under each leaf")->capture_default_str();
+  CLI::Option* spines_opt = app.add_option("--spines", o.spines, "spine switches, each linked to every leaf")
+                                ->capture_default_str();
   app.add_option("--host-gbps", o.host_gbps, "host link rate")->capture_default_str();
   app.add_option("--fabric-gbps", o.fabric_gbps, "leaf-spine link rate")->capture_default_str();
   app.add_option("--link-delay-us", o.link_delay_us, "propagation delay per link")->capture_default_str();
   app.add_option("--buffer-kb", o.buffer_kb, "output queue capacity per port")->capture_default_str();
   app.add_option("--ecn-k-kb", o.ecn_k_kb, "ECN marking threshold K per port")->capture_default_str();
-  app.add_flag("--lossless", o.lossless, "output queues never drop (deep buffers)");
+  app.add_flag("--lossless", o.lossless, "PFC-style pause: no drops (per ingress port and class XOFF/XON)");
+  std::vector<CLI::Option*> pfc_opts = {
+      app.add_option("--pfc-xoff-kb", o.pfc_xoff_kb, "lossless: pause the upstream at this many bytes held")
+          ->capture_default_str(),
+      app.add_option("--pfc-xon-kb", o.pfc_xon_kb, "lossless: resume it at or below this many")
+          ->capture_default_str(),
+      app.add_option("--pfc-headroom-kb", o.pfc_headroom_kb,
+                     "lossless: bytes accepted beyond XOFF (0: 2 x delay x rate + 4 packets)")
+          ->capture_default_str()};
   app.add_option("--engine-gbps", o.engine_gbps, "accelerator line rate")->capture_default_str();
   app.add_option("--engine-latency-us", o.engine_latency_us, "accelerator latency")->capture_default_str();
   app.add_option("--packet-memory", o.packet_memory, "accelerator slots (1..512)")->capture_default_str();
@@ -192,6 +229,18 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
     return false;
   }
   o.scheme = parse_scheme(scheme);
+  o.topology = parse_topology(topology);
+  if (o.topology == Topology::kFatTree) {
+    for (CLI::Option* opt : {racks_opt, hpr_opt, spines_opt}) {
+      if (opt->count() > 0)
+        fail(opt->get_name() + ": not an option of --topology fat-tree (its size is --k)");
+    }
+  } else if (k_opt->count() > 0) {
+    fail("--k: only with --topology fat-tree");
+  }
+  for (CLI::Option* opt : pfc_opts) {
+    if (opt->count() > 0 && !o.lossless) fail(opt->get_name() + ": only with --lossless");
+  }
   if (!models.empty()) {
     o.models.clear();
     std::stringstream ss(models);

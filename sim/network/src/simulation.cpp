@@ -1,9 +1,13 @@
-// The ns-3 model of a shared leaf-spine cluster (see simulation.hpp).
+// The ns-3 model of a shared leaf-spine or fat-tree cluster (see simulation.hpp).
 //
 // Pieces, all in this file to keep the number of ns-3 translation units low:
 //  - EcnQueueDisc: the output queue of every port (switches and host NICs):
 //    FIFO, finite buffer with tail drop, CE marking of ECN-capable packets
 //    that arrive to K or more queued bytes (DCTCP-style instantaneous marking);
+//    two classes (TCP, PANAMA) that a PFC pause stops separately;
+//  - PFC (--lossless): per ingress port and class byte accounting at every
+//    switch, XOFF / XON to the upstream transmitter's output queue after the
+//    link's propagation delay;
 //  - EcmpRouting: the IPv4 routing of hosts and switches. Switches spread
 //    ordinary traffic over equal-cost next hops by a hash of the 5-tuple
 //    (flow-level ECMP); PANAMA frames are taken off the IP path and handed to
@@ -18,8 +22,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -83,6 +89,18 @@ constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;      // SYN / SYN-ACK with option
 
 // ------------------------------------------------------------------ queue
 
+// Traffic classes: a PFC pause stops one of them.
+constexpr int kClassTcp = 0;     // background flows, ring allreduce: everything but PANAMA
+constexpr int kClassPanama = 1;  // PANAMA aggregation frames
+constexpr int kClasses = 2;
+
+int class_of(Ptr<const ns3::Packet> p, const Ipv4Header& h) {
+  uint8_t l4[4] = {0, 0, 0, 0};
+  if (h.GetProtocol() != 17 || p->GetSize() < 4) return kClassTcp;
+  p->CopyData(l4, 4);
+  return ((l4[2] << 8) | l4[3]) == kPanamaPort ? kClassPanama : kClassTcp;
+}
+
 class EcnQueueDisc : public ns3::QueueDisc {
  public:
   static ns3::TypeId GetTypeId() {
@@ -102,6 +120,28 @@ class EcnQueueDisc : public ns3::QueueDisc {
   EcnQueueDisc() : QueueDisc(ns3::QueueDiscSizePolicy::NO_LIMITS) {}
   uint64_t max_seen() const { return max_seen_; }
 
+  // PFC: a pause (on) or resume (off) of one class has arrived from the
+  // downstream switch. A paused class sends nothing; the other goes on.
+  void pause(int cls, bool on) {
+    const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+    if (on && !paused_[cls]) {
+      paused_[cls] = true;
+      paused_since_[cls] = now;
+      ++pauses_[cls];
+    } else if (!on && paused_[cls]) {
+      paused_[cls] = false;
+      paused_ns_[cls] += now - paused_since_[cls];
+      Run();  // send what waited
+    }
+  }
+  uint64_t pauses(int cls) const { return pauses_[cls]; }
+  uint64_t paused_ns(int cls) const {
+    const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+    return paused_ns_[cls] + (paused_[cls] ? now - paused_since_[cls] : 0);
+  }
+  // Called with every packet leaving the queue (the switch's PFC accounting).
+  std::function<void(Ptr<ns3::QueueDiscItem>)> on_dequeue;
+
  private:
   bool DoEnqueue(Ptr<ns3::QueueDiscItem> item) override {
     const uint64_t q = GetNBytes();
@@ -110,14 +150,30 @@ class EcnQueueDisc : public ns3::QueueDisc {
       return false;
     }
     if (q >= k_bytes_) Mark(item, "queue above K");  // no effect on packets that are not ECN-capable
-    const bool ok = GetInternalQueue(0)->Enqueue(item);
+    Ptr<ns3::Ipv4QueueDiscItem> ip = ns3::DynamicCast<ns3::Ipv4QueueDiscItem>(item);
+    const int cls = ip ? class_of(ip->GetPacket(), ip->GetHeader()) : kClassTcp;
+    const bool ok = GetInternalQueue(cls)->Enqueue(item);
+    if (ok) order_[cls].push_back(next_seq_++);
     max_seen_ = std::max<uint64_t>(max_seen_, GetNBytes());
     return ok;
   }
-  Ptr<ns3::QueueDiscItem> DoDequeue() override { return GetInternalQueue(0)->Dequeue(); }
+  // Arrival order across the classes, skipping a paused class: without
+  // pauses this is one FIFO.
+  Ptr<ns3::QueueDiscItem> DoDequeue() override {
+    int best = -1;
+    for (int c = 0; c < kClasses; ++c) {
+      if (paused_[c] || order_[c].empty()) continue;
+      if (best < 0 || order_[c].front() < order_[best].front()) best = c;
+    }
+    if (best < 0) return nullptr;
+    order_[best].pop_front();
+    Ptr<ns3::QueueDiscItem> item = GetInternalQueue(best)->Dequeue();
+    if (item && on_dequeue) on_dequeue(item);
+    return item;
+  }
   bool CheckConfig() override {
     if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0) return false;
-    if (GetNInternalQueues() == 0) {
+    while (GetNInternalQueues() < kClasses) {
       AddInternalQueue(ns3::CreateObjectWithAttributes<ns3::DropTailQueue<ns3::QueueDiscItem>>(
           "MaxSize", ns3::QueueSizeValue(ns3::QueueSize("4000000000p"))));
     }
@@ -128,6 +184,12 @@ class EcnQueueDisc : public ns3::QueueDisc {
   uint64_t max_bytes_ = 1 << 20;
   uint64_t k_bytes_ = 100000;
   uint64_t max_seen_ = 0;
+  uint64_t next_seq_ = 0;
+  std::deque<uint64_t> order_[kClasses];
+  bool paused_[kClasses] = {false, false};
+  uint64_t paused_since_[kClasses] = {0, 0};
+  uint64_t paused_ns_[kClasses] = {0, 0};
+  uint64_t pauses_[kClasses] = {0, 0};
 };
 NS_OBJECT_ENSURE_REGISTERED(EcnQueueDisc);
 
@@ -204,10 +266,18 @@ class EcmpRoutingHelper : public ns3::Ipv4RoutingHelper {
 struct Port {
   Ptr<ns3::NetDevice> dev;
   Ptr<EcnQueueDisc> queue;
+  Ptr<EcnQueueDisc> peer_queue;  // the transmitter at the other end of the link (a PFC pause stops it)
   double gbps = 0;
   std::string peer;
-  bool fabric = false;  // leaf <-> spine
+  bool fabric = false;  // switch <-> switch
   std::vector<uint32_t> samples;
+  // PFC ingress accounting (switch ports, --lossless): bytes held that came in here, per class.
+  uint64_t in_bytes[kClasses] = {0, 0};
+  uint64_t in_max[kClasses] = {0, 0};
+  bool xoff[kClasses] = {false, false};  // a pause is in force upstream (sent, no resume since)
+  uint64_t xoff_sent[kClasses] = {0, 0};
+  uint64_t xon_sent[kClasses] = {0, 0};
+  uint64_t headroom = 0;  // bytes accepted beyond XOFF
 };
 
 struct PSwitch {
@@ -228,7 +298,16 @@ struct SwitchNode {
   std::vector<Port> ports;       // controller port order
   std::vector<int> port_of_if;   // ipv4 interface -> port
   std::unique_ptr<PSwitch> psw;  // null when no job aggregates here
-  bool spine = false;
+  int tier = 0;                  // 0 leaf / edge, 1 spine / aggregation, 2 core
+  // PFC: forwarded packets held in the output queues, by packet uid: ingress
+  // port, class, bytes. A TCP retransmission has the uid of its original, so
+  // one uid can be held more than once (they leave in arrival order).
+  struct Held {
+    uint32_t port;
+    int cls;
+    uint32_t bytes;
+  };
+  std::unordered_multimap<uint64_t, Held> held;
 };
 
 struct Worker;
@@ -346,6 +425,10 @@ class Sim {
   void host_send(uint32_t host, const uint8_t* frame, uint32_t len) {
     send_frame(hosts_[host].ipv4, hosts_[host].nic.dev, frame, len);
   }
+  // PFC (--lossless): a packet to forward arrived at switch s on interface
+  // iif. Charges it to that ingress port; false when it is beyond XOFF +
+  // headroom (dropped, counted).
+  bool pfc_admit(uint32_t s, uint32_t iif, Ptr<const ns3::Packet> p, const Ipv4Header& h);
 
   // socket callbacks
   void flow_connected(Ptr<ns3::Socket> s);
@@ -365,6 +448,10 @@ class Sim {
   void plan_jobs();
   void compute_routes();
   void add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Port& pb);
+  uint32_t fabric_links(uint32_t a,
+                        uint32_t b) const;  // switch-switch links on a shortest path between hosts
+  bool pfc_charge(uint32_t s, uint32_t port, int cls, uint64_t bytes);
+  void pfc_release(uint32_t s, uint32_t port, int cls, uint64_t bytes);
   void send_frame(Ptr<ns3::Ipv4L3Protocol> ipv4, Ptr<ns3::NetDevice> dev, const uint8_t* d, uint32_t n);
   void accelerator_done(uint32_t sw, uint32_t in_port, const std::vector<uint8_t>& frame);
 
@@ -394,6 +481,15 @@ class Sim {
   SizeCdf cdf_;
   std::vector<HostNode> hosts_;
   std::vector<SwitchNode> switches_;
+  // Every link in order (hosts first, then by tier): node ids are host
+  // indices, then hosts + switch index. The controller sees the same list,
+  // so its port order is the simulator's.
+  struct LinkSpec {
+    uint32_t a, b;
+    double gbps;
+  };
+  std::vector<LinkSpec> links_;
+  uint64_t pfc_drops_ = 0;
   std::vector<std::unique_ptr<NodeInfo>> infos_;  // hosts first, then switches
   std::unordered_map<uint32_t, uint32_t> host_by_ip_;
   std::vector<Job> jobs_;
@@ -445,6 +541,7 @@ bool EcmpRouting::RouteInput(Ptr<const ns3::Packet> p, const Ipv4Header& h, Ptr<
     ecb(p, h, ns3::Socket::ERROR_NOROUTETOHOST);
     return true;
   }
+  if (!sim_->pfc_admit(info_->index, iif, p, h)) return true;
   const std::vector<uint32_t>& nh = info_->next_if[host];
   uint32_t out = nh[0];
   if (nh.size() > 1) {
@@ -474,6 +571,7 @@ void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Po
   p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", ns3::QueueSizeValue(ns3::QueueSize("1p")));
   ns3::NetDeviceContainer devs = p2p.Install(a, b);
   ns3::TrafficControlHelper tch;
+  // Lossless: output queues do not drop; PFC bounds what each ingress port holds.
   const uint64_t buffer = o_.lossless ? (uint64_t{1} << 40) : uint64_t{o_.buffer_kb} * 1000;
   tch.SetRootQueueDisc("panama::netsim::EcnQueueDisc", "MaxBytes", ns3::UintegerValue(buffer), "KBytes",
                        ns3::UintegerValue(uint64_t{o_.ecn_k_kb} * 1000));
@@ -483,6 +581,17 @@ void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Po
   pa.queue = ns3::DynamicCast<EcnQueueDisc>(qds.Get(0));
   pb.queue = ns3::DynamicCast<EcnQueueDisc>(qds.Get(1));
   pa.gbps = pb.gbps = gbps;
+  pa.peer_queue = pb.queue;
+  pb.peer_queue = pa.queue;
+  // PFC headroom: what arrives after XOFF is decided: the data on the wire
+  // (one delay), the data sent while the pause travels (another), and up to
+  // four full-size frames (one in transmission at each end, the device's
+  // one-frame queue, one requeued by the queue disc).
+  const uint64_t headroom =
+      o_.pfc_headroom_kb > 0
+          ? uint64_t{o_.pfc_headroom_kb} * 1000
+          : static_cast<uint64_t>(std::ceil(2 * o_.link_delay_us * 1e-6 * gbps * 1e9 / 8)) + 4 * 1600;
+  pa.headroom = pb.headroom = headroom;
   for (auto [node, dev] : {std::pair{a, pa.dev}, std::pair{b, pb.dev}}) {
     Ptr<ns3::Ipv4> ipv4 = node->GetObject<ns3::Ipv4>();
     const uint32_t ifi = ipv4->AddInterface(dev);
@@ -498,48 +607,72 @@ void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Po
 
 void Sim::build_topology() {
   const uint32_t nh = o_.hosts();
-  const uint32_t nleaf = o_.racks;
-  const uint32_t nspine = o_.racks > 1 ? o_.spines : 0;
+  const uint32_t rs = o_.rack_size();
   ns3::InternetStackHelper stack;
   EcmpRoutingHelper routing;
   stack.SetRoutingHelper(routing);
   hosts_.resize(nh);
-  switches_.resize(nleaf + nspine);
+  // Switches and links: names and wiring as the controller's built-in
+  // descriptions (two_tier_cluster, fat_tree_cluster) have them.
+  std::vector<std::pair<std::string, int>> sw;  // name, tier
+  if (o_.topology == Topology::kFatTree) {
+    const uint32_t half = o_.k / 2, edges = o_.k * half, cores = half * half;
+    for (uint32_t e = 0; e < edges; ++e) sw.emplace_back("edge" + std::to_string(e), 0);
+    for (uint32_t a = 0; a < edges; ++a) sw.emplace_back("agg" + std::to_string(a), 1);
+    for (uint32_t c = 0; c < cores; ++c) sw.emplace_back("core" + std::to_string(c), 2);
+    for (uint32_t i = 0; i < nh; ++i) links_.push_back({i, nh + i / half, o_.host_gbps});
+    for (uint32_t e = 0; e < edges; ++e) {
+      for (uint32_t i = 0; i < half; ++i)
+        links_.push_back({nh + e, nh + edges + (e / half) * half + i, o_.fabric_gbps});
+    }
+    for (uint32_t a = 0; a < edges; ++a) {
+      for (uint32_t c = 0; c < half; ++c)
+        links_.push_back({nh + edges + a, nh + 2 * edges + (a % half) * half + c, o_.fabric_gbps});
+    }
+  } else {
+    const uint32_t nleaf = o_.racks;
+    const uint32_t nspine = o_.racks > 1 ? o_.spines : 0;
+    for (uint32_t l = 0; l < nleaf; ++l) sw.emplace_back("leaf" + std::to_string(l), 0);
+    for (uint32_t p = 0; p < nspine; ++p) sw.emplace_back("spine" + std::to_string(p), 1);
+    for (uint32_t i = 0; i < nh; ++i) links_.push_back({i, nh + i / rs, o_.host_gbps});
+    for (uint32_t l = 0; l < nleaf; ++l) {
+      for (uint32_t p = 0; p < nspine; ++p) links_.push_back({nh + l, nh + nleaf + p, o_.fabric_gbps});
+    }
+  }
+  switches_.resize(sw.size());
   for (uint32_t i = 0; i < nh; ++i) {
     HostNode& h = hosts_[i];
     h.name = "h" + std::to_string(i);
-    h.rack = i / o_.hosts_per_rack;
+    h.rack = i / rs;
     h.ip = (10u << 24) | (1u << 16) | (i + 1);  // the controller's host addresses
     h.node = ns3::CreateObject<ns3::Node>();
     stack.Install(h.node);
     host_by_ip_[h.ip] = i;
   }
   for (uint32_t s = 0; s < switches_.size(); ++s) {
-    SwitchNode& sw = switches_[s];
-    sw.spine = s >= nleaf;
-    sw.name = sw.spine ? "spine" + std::to_string(s - nleaf) : "leaf" + std::to_string(s);
-    sw.node = ns3::CreateObject<ns3::Node>();
-    stack.Install(sw.node);
+    SwitchNode& n = switches_[s];
+    n.name = sw[s].first;
+    n.tier = sw[s].second;
+    n.node = ns3::CreateObject<ns3::Node>();
+    stack.Install(n.node);
   }
-  // Links in the controller's order: hosts (in host order), then leaf x spine.
-  for (uint32_t i = 0; i < nh; ++i) {
-    SwitchNode& leaf = switches_[hosts_[i].rack];
-    leaf.ports.emplace_back();
-    add_link(hosts_[i].node, leaf.node, o_.host_gbps, hosts_[i].nic, leaf.ports.back());
-    hosts_[i].nic.peer = leaf.name;
-    leaf.ports.back().peer = hosts_[i].name;
-  }
-  for (uint32_t l = 0; l < nleaf; ++l) {
-    for (uint32_t s = 0; s < nspine; ++s) {
-      SwitchNode& leaf = switches_[l];
-      SwitchNode& spine = switches_[nleaf + s];
-      leaf.ports.emplace_back();
-      spine.ports.emplace_back();
-      add_link(leaf.node, spine.node, o_.fabric_gbps, leaf.ports.back(), spine.ports.back());
-      leaf.ports.back().peer = spine.name;
-      leaf.ports.back().fabric = true;
-      spine.ports.back().peer = leaf.name;
-      spine.ports.back().fabric = true;
+  // Ports in link order: the controller's port order.
+  for (const LinkSpec& l : links_) {
+    SwitchNode& b = switches_[l.b - nh];
+    b.ports.emplace_back();
+    if (l.a < nh) {
+      HostNode& h = hosts_[l.a];
+      add_link(h.node, b.node, l.gbps, h.nic, b.ports.back());
+      h.nic.peer = b.name;
+      b.ports.back().peer = h.name;
+    } else {
+      SwitchNode& a = switches_[l.a - nh];
+      a.ports.emplace_back();
+      add_link(a.node, b.node, l.gbps, a.ports.back(), b.ports.back());
+      a.ports.back().peer = b.name;
+      a.ports.back().fabric = true;
+      b.ports.back().peer = a.name;
+      b.ports.back().fabric = true;
     }
   }
   for (uint32_t i = 0; i < nh; ++i) {
@@ -552,20 +685,83 @@ void Sim::build_topology() {
     infos_.push_back(std::move(info));
   }
   for (uint32_t s = 0; s < switches_.size(); ++s) {
-    SwitchNode& sw = switches_[s];
-    sw.ipv4 = sw.node->GetObject<ns3::Ipv4L3Protocol>();
-    sw.port_of_if.assign(sw.ipv4->GetNInterfaces(), -1);
-    for (uint32_t p = 0; p < sw.ports.size(); ++p) {
-      sw.port_of_if[static_cast<uint32_t>(sw.ipv4->GetInterfaceForDevice(sw.ports[p].dev))] =
+    SwitchNode& n = switches_[s];
+    n.ipv4 = n.node->GetObject<ns3::Ipv4L3Protocol>();
+    n.port_of_if.assign(n.ipv4->GetNInterfaces(), -1);
+    for (uint32_t p = 0; p < n.ports.size(); ++p) {
+      n.port_of_if[static_cast<uint32_t>(n.ipv4->GetInterfaceForDevice(n.ports[p].dev))] =
           static_cast<int>(p);
+      if (o_.lossless) {
+        // PFC: a forwarded packet leaving an output queue frees its ingress port's bytes.
+        n.ports[p].queue->on_dequeue = [this, s](Ptr<ns3::QueueDiscItem> item) {
+          SwitchNode& me = switches_[s];
+          auto it = me.held.find(item->GetPacket()->GetUid());
+          if (it == me.held.end()) return;  // generated by the PSwitch itself
+          const SwitchNode::Held held = it->second;
+          me.held.erase(it);
+          pfc_release(s, held.port, held.cls, held.bytes);
+        };
+      }
     }
     auto info = std::make_unique<NodeInfo>();
     info->index = s;
     info->hash_salt = mix(o_.seed * 0x100000001B3ull + s + 1);
-    ns3::DynamicCast<EcmpRouting>(sw.ipv4->GetRoutingProtocol())->bind(this, info.get());
+    ns3::DynamicCast<EcmpRouting>(n.ipv4->GetRoutingProtocol())->bind(this, info.get());
     infos_.push_back(std::move(info));
   }
   compute_routes();
+}
+
+uint32_t Sim::fabric_links(uint32_t a, uint32_t b) const {
+  const uint32_t ra = hosts_[a].rack, rb = hosts_[b].rack;
+  if (ra == rb) return 0;
+  if (o_.topology != Topology::kFatTree) return 2;
+  return ra / (o_.k / 2) == rb / (o_.k / 2) ? 2 : 4;  // same pod: up to an aggregation switch and down
+}
+
+// ------------------------------------------------------------------ PFC
+
+bool Sim::pfc_admit(uint32_t s, uint32_t iif, Ptr<const ns3::Packet> p, const Ipv4Header& h) {
+  if (!o_.lossless) return true;
+  SwitchNode& sw = switches_[s];
+  const int port = iif < sw.port_of_if.size() ? sw.port_of_if[iif] : -1;
+  if (port < 0) return true;
+  const int cls = class_of(p, h);
+  const uint32_t bytes = p->GetSize() + h.GetSerializedSize();
+  if (!pfc_charge(s, static_cast<uint32_t>(port), cls, bytes)) return false;
+  sw.held.emplace(p->GetUid(), SwitchNode::Held{static_cast<uint32_t>(port), cls, bytes});
+  return true;
+}
+
+bool Sim::pfc_charge(uint32_t s, uint32_t port, int cls, uint64_t bytes) {
+  Port& pt = switches_[s].ports[port];
+  const uint64_t xoff = uint64_t{o_.pfc_xoff_kb} * 1000;
+  if (pt.in_bytes[cls] + bytes > xoff + pt.headroom) {
+    ++pfc_drops_;  // the headroom did not hold what arrived after the pause (not expected)
+    return false;
+  }
+  pt.in_bytes[cls] += bytes;
+  pt.in_max[cls] = std::max(pt.in_max[cls], pt.in_bytes[cls]);
+  if (pt.in_bytes[cls] >= xoff && !pt.xoff[cls]) {
+    pt.xoff[cls] = true;
+    ++pt.xoff_sent[cls];
+    Ptr<EcnQueueDisc> up = pt.peer_queue;
+    ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(o_.link_delay_us * 1e3)),
+                             [up, cls]() { up->pause(cls, true); });
+  }
+  return true;
+}
+
+void Sim::pfc_release(uint32_t s, uint32_t port, int cls, uint64_t bytes) {
+  Port& pt = switches_[s].ports[port];
+  pt.in_bytes[cls] -= std::min(pt.in_bytes[cls], bytes);
+  if (pt.xoff[cls] && pt.in_bytes[cls] <= uint64_t{o_.pfc_xon_kb} * 1000) {
+    pt.xoff[cls] = false;
+    ++pt.xon_sent[cls];
+    Ptr<EcnQueueDisc> up = pt.peer_queue;
+    ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(o_.link_delay_us * 1e3)),
+                             [up, cls]() { up->pause(cls, false); });
+  }
 }
 
 // Shortest paths by breadth-first search from every host; a switch's next
@@ -630,8 +826,8 @@ void Sim::plan_jobs() {
   // Hosts in rack-interleaved order: job j takes the next workers_per_job of
   // them, so each job spreads over as many racks as it has workers (up to all).
   std::vector<uint32_t> order;
-  for (uint32_t slot = 0; slot < o_.hosts_per_rack; ++slot) {
-    for (uint32_t r = 0; r < o_.racks; ++r) order.push_back(r * o_.hosts_per_rack + slot);
+  for (uint32_t slot = 0; slot < o_.rack_size(); ++slot) {
+    for (uint32_t r = 0; r < o_.num_racks(); ++r) order.push_back(r * o_.rack_size() + slot);
   }
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   size_t next = 0;
@@ -684,11 +880,10 @@ void Sim::plan_jobs() {
     sd.engine.slot_elems = SimEngine::kSlotCapacity;
     c.switches.push_back(sd);
   }
-  for (const HostNode& h : hosts_) c.links.push_back({h.name, switches_[h.rack].name, o_.host_gbps});
-  for (uint32_t l = 0; l < o_.racks; ++l) {
-    for (uint32_t s = 0; o_.racks > 1 && s < o_.spines; ++s) {
-      c.links.push_back({switches_[l].name, switches_[o_.racks + s].name, o_.fabric_gbps});
-    }
+  const uint32_t nh = static_cast<uint32_t>(hosts_.size());
+  for (const LinkSpec& l : links_) {
+    c.links.push_back(
+        {l.a < nh ? hosts_[l.a].name : switches_[l.a - nh].name, switches_[l.b - nh].name, l.gbps});
   }
   controller::JobsDesc jd;
   jd.elems_per_packet = o_.elems_per_packet;
@@ -790,10 +985,15 @@ void Sim::on_panama(const NodeInfo& info, Ptr<const ns3::Packet> p, const Ipv4He
     return;
   }
   PSwitch& ps = *sw.psw;
+  // PFC: the frame is held (in the accelerator's input, or until replicated)
+  // and charged to its ingress port.
+  const uint64_t held = n - wire::kIpOffset;
+  if (o_.lossless && !pfc_charge(info.index, static_cast<uint32_t>(port), kClassPanama, held)) return;
   ++ps.frames_in;
   const bool result_down =
       n > wire::kPanamaType && f[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown);
   if (result_down) {  // replicated by the switch; the accelerator is not involved
+    if (o_.lossless) pfc_release(info.index, static_cast<uint32_t>(port), kClassPanama, held);
     accelerator_done(info.index, static_cast<uint32_t>(port), f);
     return;
   }
@@ -807,9 +1007,11 @@ void Sim::on_panama(const NodeInfo& info, Ptr<const ns3::Packet> p, const Ipv4He
   const uint64_t at = ps.busy_until_ns + static_cast<uint64_t>(o_.engine_latency_us * 1e3);
   const uint32_t s = info.index;
   const uint32_t in_port = static_cast<uint32_t>(port);
-  ns3::Simulator::Schedule(
-      ns3::NanoSeconds(static_cast<int64_t>(at - now)),
-      [this, s, in_port, frame = std::move(f)]() { accelerator_done(s, in_port, frame); });
+  ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(at - now)),
+                           [this, s, in_port, held, frame = std::move(f)]() {
+                             if (o_.lossless) pfc_release(s, in_port, kClassPanama, held);
+                             accelerator_done(s, in_port, frame);
+                           });
 }
 
 void Sim::accelerator_done(uint32_t s, uint32_t in_port, const std::vector<uint8_t>& frame) {
@@ -1022,7 +1224,7 @@ void Sim::start_flow(uint32_t src, uint32_t dst, uint64_t bytes, bool manual) {
   f->rec.dst = dst;
   f->rec.bytes = bytes;
   f->rec.start_us = ns3::Simulator::Now().GetSeconds() * 1e6;
-  f->rec.ideal_us = ideal_fct_us(o_, bytes, hosts_[src].rack == hosts_[dst].rack);
+  f->rec.ideal_us = ideal_fct_path_us(o_, bytes, fabric_links(src, dst));
   f->rec.manual = manual;
   f->rec.measured = manual || in_window();
   if (f->rec.measured) ++pending_measured_;
@@ -1203,9 +1405,12 @@ nlohmann::json options_json(const Options& o) {
   nlohmann::json flows = nlohmann::json::array();
   for (const ManualFlow& f : o.flows)
     flows.push_back({{"src", f.src}, {"dst", f.dst}, {"bytes", f.bytes}, {"start_us", f.start_us}});
-  return {{"racks", o.racks},
-          {"hosts_per_rack", o.hosts_per_rack},
-          {"spines", o.spines},
+  const bool ft = o.topology == Topology::kFatTree;
+  return {{"topology", topology_name(o.topology)},
+          {"k", ft ? nlohmann::json(o.k) : nlohmann::json(nullptr)},
+          {"racks", o.num_racks()},
+          {"hosts_per_rack", o.rack_size()},
+          {"spines", ft ? nlohmann::json(nullptr) : nlohmann::json(o.spines)},
           {"hosts", o.hosts()},
           {"host_gbps", o.host_gbps},
           {"fabric_gbps", o.fabric_gbps},
@@ -1213,6 +1418,9 @@ nlohmann::json options_json(const Options& o) {
           {"buffer_kb", o.buffer_kb},
           {"ecn_k_kb", o.ecn_k_kb},
           {"lossless", o.lossless},
+          {"pfc_xoff_kb", o.lossless ? nlohmann::json(o.pfc_xoff_kb) : nlohmann::json(nullptr)},
+          {"pfc_xon_kb", o.lossless ? nlohmann::json(o.pfc_xon_kb) : nlohmann::json(nullptr)},
+          {"pfc_headroom_kb", o.lossless ? nlohmann::json(o.pfc_headroom_kb) : nlohmann::json(nullptr)},
           {"engine_gbps", o.engine_gbps},
           {"engine_latency_us", o.engine_latency_us},
           {"packet_memory", o.packet_memory},
@@ -1375,8 +1583,17 @@ RunResult Sim::report(double wall_s) {
   nlohmann::json links = nlohmann::json::array();
   uint64_t egress = 0, core_bytes = 0, drops = 0, marks = 0, host_tx = 0;
   std::vector<double> qsamples;
+  uint64_t pause_frames[kClasses] = {0, 0}, resume_frames[kClasses] = {0, 0}, paused_ns[kClasses] = {0, 0};
+  uint64_t in_max[kClasses] = {0, 0}, host_paused_ns = 0, headroom = 0;
   for (const SwitchNode& sw : switches_) {
     for (const Port& p : sw.ports) {
+      for (int c = 0; c < kClasses; ++c) {
+        pause_frames[c] += p.xoff_sent[c];
+        resume_frames[c] += p.xon_sent[c];
+        paused_ns[c] += p.queue->paused_ns(c);
+        in_max[c] = std::max(in_max[c], p.in_max[c]);
+      }
+      headroom = std::max(headroom, p.headroom);
       const ns3::QueueDisc::Stats& st = p.queue->GetStats();
       egress += st.nTotalDequeuedBytes;
       if (p.fabric) core_bytes += st.nTotalDequeuedBytes;
@@ -1393,16 +1610,40 @@ RunResult Sim::report(double wall_s) {
            {"ce_marked", st.nTotalMarkedPackets},
            {"drops", st.nTotalDroppedPackets},
            {"queue_p99_bytes", percentile(q, 99)},
-           {"queue_max_bytes", p.queue->max_seen()}});
+           {"queue_max_bytes", p.queue->max_seen()},
+           {"pauses_received", p.queue->pauses(kClassTcp) + p.queue->pauses(kClassPanama)},
+           {"paused_us",
+            static_cast<double>(p.queue->paused_ns(kClassTcp) + p.queue->paused_ns(kClassPanama)) / 1e3}});
     }
   }
   for (const HostNode& h : hosts_) {
     const ns3::QueueDisc::Stats& st = h.nic.queue->GetStats();
     host_tx += st.nTotalDequeuedBytes;
     drops += st.nTotalDroppedPackets;
+    for (int c = 0; c < kClasses; ++c) {
+      paused_ns[c] += h.nic.queue->paused_ns(c);
+      host_paused_ns += h.nic.queue->paused_ns(c);
+    }
   }
+  drops += pfc_drops_;
+  auto per_class = [](const uint64_t* v, double scale) {
+    return nlohmann::json{{"tcp", static_cast<double>(v[kClassTcp]) * scale},
+                          {"panama", static_cast<double>(v[kClassPanama]) * scale}};
+  };
+  j["pfc"] = {{"enabled", o_.lossless},
+              {"xoff_bytes", o_.lossless ? uint64_t{o_.pfc_xoff_kb} * 1000 : 0},
+              {"xon_bytes", o_.lossless ? uint64_t{o_.pfc_xon_kb} * 1000 : 0},
+              {"headroom_bytes_max", o_.lossless ? headroom : 0},
+              {"pause_frames", pause_frames[0] + pause_frames[1]},
+              {"resume_frames", resume_frames[0] + resume_frames[1]},
+              {"pause_frames_by_class", per_class(pause_frames, 1)},
+              {"paused_us", static_cast<double>(paused_ns[0] + paused_ns[1]) / 1e3},
+              {"paused_us_by_class", per_class(paused_ns, 1e-3)},
+              {"host_nic_paused_us", static_cast<double>(host_paused_ns) / 1e3},
+              {"max_ingress_bytes_by_class", per_class(in_max, 1)},
+              {"headroom_drops", pfc_drops_}};
   j["fabric"] = {{"switch_egress_bytes", egress},
-                 {"leaf_spine_bytes", core_bytes},
+                 {"leaf_spine_bytes", core_bytes},  // every switch-to-switch link (fat-tree: both tiers)
                  {"host_tx_bytes", host_tx},
                  {"drops", drops},
                  {"ce_marked", marks},
@@ -1450,11 +1691,12 @@ RunResult Sim::report(double wall_s) {
 }  // namespace
 
 double ideal_fct_us(const Options& o, uint64_t bytes, bool same_rack) {
+  return ideal_fct_path_us(o, bytes, same_rack ? 0 : 2);
+}
+
+double ideal_fct_path_us(const Options& o, uint64_t bytes, uint32_t fabric_links) {
   std::vector<double> rates = {o.host_gbps};
-  if (!same_rack) {
-    rates.push_back(o.fabric_gbps);
-    rates.push_back(o.fabric_gbps);
-  }
+  for (uint32_t i = 0; i < fabric_links; ++i) rates.push_back(o.fabric_gbps);
   rates.push_back(o.host_gbps);
   const double delay_ns = o.link_delay_us * 1e3;
   const uint64_t first = std::min<uint64_t>(bytes, kMss);

@@ -9,6 +9,7 @@
 
 #include "panama/runtime/plan_file.hpp"
 #include "panama/wire.hpp"
+#include "tiers.hpp"
 
 namespace panama::controller {
 
@@ -349,26 +350,41 @@ class Planner {
     }
     is_leaf.assign(c.switches.size(), false);
     for (int leaf : host_leaf) is_leaf[leaf] = true;
+    std::vector<std::string> names;
+    sw_neighbours.assign(c.switches.size(), {});
     for (size_t s = 0; s < c.switches.size(); ++s) {
+      names.push_back(c.switches[s].name);
       if (sw_ports[s].empty()) fail("cluster: PSwitch '" + c.switches[s].name + "' has no links");
       if (sw_ports[s].size() > 64)
         fail("cluster: PSwitch '" + c.switches[s].name + "' has more than 64 ports");
       for (const std::string& n : sw_ports[s]) {
         const Node& o = nodes.at(n);
-        if (o.kind == NodeKind::kSwitch && is_leaf[s] == is_leaf[o.index]) {
-          fail(
-              "cluster: link " + c.switches[s].name + " - " + n + " joins two " +
-              (is_leaf[s] ? "leaf" : "spine") +
-              " PSwitches; supported are one PSwitch or a two-tier leaf-spine fabric (leaves: PSwitches with "
-              "hosts, spines: PSwitches linked only to leaves)");
-        }
+        if (o.kind == NodeKind::kSwitch) sw_neighbours[s].push_back(o.index);
       }
     }
+    // Leaves (tier 0), spines / aggregation (tier 1), cores (tier 2).
+    tier = tiers::switch_tiers(names, sw_neighbours, is_leaf);
   }
 
   uint32_t port_of(size_t sw, const std::string& neighbour) const {
     const auto& p = sw_ports[sw];
     return static_cast<uint32_t>(std::find(p.begin(), p.end(), neighbour) - p.begin());
+  }
+  // Per PSwitch, the hosts reached from it by going down tiers, in host order.
+  std::vector<std::vector<size_t>> hosts_below() const {
+    std::vector<std::vector<size_t>> below(c.switches.size());
+    for (size_t h = 0; h < c.hosts.size(); ++h) below[static_cast<size_t>(host_leaf[h])].push_back(h);
+    for (int t = 1; t <= 2; ++t) {
+      for (size_t s = 0; s < c.switches.size(); ++s) {
+        if (tier[s] != t) continue;
+        for (size_t o : sw_neighbours[s]) {
+          if (tier[o] == t - 1) below[s].insert(below[s].end(), below[o].begin(), below[o].end());
+        }
+        std::sort(below[s].begin(), below[s].end());
+        below[s].erase(std::unique(below[s].begin(), below[s].end()), below[s].end());
+      }
+    }
+    return below;
   }
   bool linked(size_t sw, const std::string& neighbour) const {
     const auto& p = sw_ports[sw];
@@ -408,6 +424,7 @@ class Planner {
             WorkerSlot{it->second.index, ji, r, static_cast<uint16_t>(leaf_workers[leaf].size() - 1)});
       }
       std::vector<size_t> roots;
+      std::vector<tiers::CoreRoot> core_roots;  // three-tier fabric, leaves without a common spine
       if (leaves.size() == 1) {
         roots.push_back(leaves[0]);
       } else {
@@ -417,15 +434,24 @@ class Planner {
           for (size_t l : leaves) all = all && linked(s, c.switches[l].name);
           if (all) roots.push_back(s);
         }
-        if (roots.empty()) {
+        if (roots.empty()) core_roots = tiers::core_roots(leaves, tier, sw_neighbours);
+        if (roots.empty() && core_roots.empty()) {
           fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
-               " leaves and no spine PSwitch is linked to all of them");
+               " leaves and no spine PSwitch is linked to all of them (nor a core PSwitch reached by all "
+               "of them through spine/aggregation PSwitches)");
         }
         if (leaves.size() > config::kMaxFanIn)
           fail(where + ": more than 64 leaves (fan-in limit at the root)");
       }
+      const size_t offset = trees_planned;
+      trees_planned += job.trees;
       for (uint32_t t = 0; t < job.trees; ++t) {
-        const size_t root = roots[t % roots.size()];
+        if (!core_roots.empty()) {
+          add_three_level_tree(job, static_cast<uint8_t>(t), leaves, leaf_workers,
+                               core_roots[tiers::spread_root(offset, t, core_roots.size())]);
+          continue;
+        }
+        const size_t root = roots[tiers::spread_root(offset, t, roots.size())];
         const uint8_t tree = static_cast<uint8_t>(t);
         const uint32_t group = multicast_ip(job.id, tree);
         d.trees.push_back(TreeInfo{job.id, tree, c.switches[root].name, group});
@@ -454,6 +480,59 @@ class Planner {
             PendingEntry{root, job.id, tree, true, job.weight, job.dscp, leaf_names, "", 0, group, {}});
       }
     }
+  }
+
+  // A tree leaf -> middle (spine/aggregation) -> core: each leaf's entry
+  // goes up to the middle PSwitch linking it to the core, each middle's entry
+  // aggregates its leaves (in the job's leaf order) and goes up to the core,
+  // whose root entry has the middles as children (in order of first use).
+  void add_three_level_tree(const JobDesc& job, uint8_t tree, const std::vector<size_t>& leaves,
+                            std::map<size_t, std::vector<std::string>>& leaf_workers,
+                            const tiers::CoreRoot& cr) {
+    const std::string where = "job " + std::to_string(job.id);
+    const uint32_t group = multicast_ip(job.id, tree);
+    const std::string& core = c.switches[cr.core].name;
+    d.trees.push_back(TreeInfo{job.id, tree, core, group});
+    std::vector<size_t> middles;
+    std::map<size_t, std::vector<std::string>> middle_leaves;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const size_t m = cr.middle_of_leaf[i];
+      if (!middle_leaves.count(m)) middles.push_back(m);
+      middle_leaves[m].push_back(c.switches[leaves[i]].name);
+      entries.push_back(PendingEntry{leaves[i],
+                                     job.id,
+                                     tree,
+                                     false,
+                                     job.weight,
+                                     job.dscp,
+                                     leaf_workers[leaves[i]],
+                                     c.switches[m].name,
+                                     static_cast<uint16_t>(middle_leaves[m].size() - 1),
+                                     group,
+                                     {}});
+    }
+    if (middles.size() > config::kMaxFanIn)
+      fail(where + ": more than 64 PSwitches under core '" + core + "'");
+    std::vector<std::string> middle_names;
+    for (size_t i = 0; i < middles.size(); ++i) {
+      const size_t m = middles[i];
+      if (middle_leaves[m].size() > config::kMaxFanIn)
+        fail(where + ": more than 64 leaves under PSwitch '" + c.switches[m].name + "' (fan-in limit)");
+      middle_names.push_back(c.switches[m].name);
+      entries.push_back(PendingEntry{m,
+                                     job.id,
+                                     tree,
+                                     false,
+                                     job.weight,
+                                     job.dscp,
+                                     middle_leaves[m],
+                                     core,
+                                     static_cast<uint16_t>(i),
+                                     group,
+                                     {}});
+    }
+    entries.push_back(
+        PendingEntry{cr.core, job.id, tree, true, job.weight, job.dscp, middle_names, "", 0, group, {}});
   }
 
   // Each PSwitch's packet memory divided among its entries (equal or
@@ -520,6 +599,7 @@ class Planner {
 
   // Node configuration (engine table + "pswitch" section) of every PSwitch.
   void write_switch_configs() {
+    const std::vector<std::vector<size_t>> below = hosts_below();
     for (size_t s = 0; s < c.switches.size(); ++s) {
       const SwitchDesc& sd = c.switches[s];
       SwitchOutput out;
@@ -532,7 +612,7 @@ class Planner {
         pswitch::PortSettings port;
         port.name = n;
         // The spine (or the PSwitch, towards a host) serves the socket.
-        const bool server = o.kind == NodeKind::kHost || is_leaf[o.index];
+        const bool server = o.kind == NodeKind::kHost || tier[o.index] < tier[s];
         const std::string sock = c.run_dir + "/" + (server ? sd.name + "-" + n : n + "-" + sd.name) + ".sock";
         if (sock.size() >= 108)
           fail("cluster.run_dir: socket path '" + sock + "' is too long (unix sockets allow 107 bytes)");
@@ -544,17 +624,15 @@ class Planner {
         port.loss = c.port_defaults.loss;
         port.dup = c.port_defaults.dup;
         port.reorder = c.port_defaults.reorder;
-        port.uplink = is_leaf[s] && o.kind == NodeKind::kSwitch;
+        port.uplink = o.kind == NodeKind::kSwitch && tier[o.index] > tier[s];
         ps.ports.push_back(port);
-        // Static MAC routes: the neighbour itself, and a spine reaches a leaf's hosts through it.
+        // Static MAC routes: the neighbour itself, and the hosts below a lower-tier neighbour through it.
         const config::MacAddress mac =
             o.kind == NodeKind::kHost ? c.hosts[o.index].mac : c.switches[o.index].mac;
         ps.mac_table.push_back(pswitch::MacRoute{mac, static_cast<uint32_t>(p)});
-        if (o.kind == NodeKind::kSwitch && !is_leaf[s]) {
-          for (size_t h = 0; h < c.hosts.size(); ++h) {
-            if (static_cast<size_t>(host_leaf[h]) == o.index) {
-              ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
-            }
+        if (o.kind == NodeKind::kSwitch && tier[o.index] < tier[s]) {
+          for (size_t h : below[o.index]) {
+            ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
           }
         }
       }
@@ -586,6 +664,13 @@ class Planner {
       if (e.sw == sw && e.job == job && e.tree == tree) return e.cfg.slot_count;
     }
     return 0;
+  }
+  const std::string& parent_of(size_t sw, uint16_t job, uint8_t tree) const {
+    static const std::string none;
+    for (const PendingEntry& e : entries) {
+      if (e.sw == sw && e.job == job && e.tree == tree) return e.parent;
+    }
+    return none;
   }
   size_t root_of(uint16_t job, uint8_t tree) const {
     for (const TreeInfo& t : d.trees) {
@@ -620,8 +705,10 @@ class Planner {
         tp.child_id = ws.child_id;
         tp.dst_mac = c.switches[leaf].mac;
         tp.dst_ip = c.switches[leaf].ip;
-        const uint32_t cap = std::min(entry_share(leaf, job.id, tp.tree_id),
-                                      entry_share(root_of(job.id, tp.tree_id), job.id, tp.tree_id));
+        uint32_t cap = std::min(entry_share(leaf, job.id, tp.tree_id),
+                                entry_share(root_of(job.id, tp.tree_id), job.id, tp.tree_id));
+        const std::string& mid = parent_of(leaf, job.id, tp.tree_id);  // three levels: the middle PSwitch
+        if (!mid.empty()) cap = std::min(cap, entry_share(nodes.at(mid).index, job.id, tp.tree_id));
         tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
         p.trees.push_back(tp);
       }
@@ -641,8 +728,11 @@ class Planner {
   std::map<std::string, Node> nodes;
   std::vector<std::vector<std::string>> sw_ports;  // per PSwitch: neighbour names, port order
   std::vector<std::vector<double>> sw_rates;
-  std::vector<int> host_leaf;  // per host: its PSwitch
-  std::vector<bool> is_leaf;   // per PSwitch
+  std::vector<int> host_leaf;                      // per host: its PSwitch
+  std::vector<bool> is_leaf;                       // per PSwitch
+  std::vector<int> tier;                           // per PSwitch: 0 leaf/edge, 1 spine/aggregation, 2 core
+  std::vector<std::vector<size_t>> sw_neighbours;  // per PSwitch: linked PSwitches
+  size_t trees_planned = 0;                        // trees of the jobs planned so far (root spreading)
   std::vector<PendingEntry> entries;
   std::vector<WorkerSlot> worker_slots;
   Deployment d;

@@ -27,6 +27,15 @@ enum class Scheme {
 Scheme parse_scheme(const std::string& name);  // throws OptionError
 const char* scheme_name(Scheme s);
 
+// The fabric's shape.
+enum class Topology {
+  kLeafSpine,  // --racks leaves of --hosts-per-rack hosts, --spines spines linked to every leaf
+  kFatTree,    // k-ary fat-tree: k pods of k/2 edge + k/2 aggregation switches, (k/2)^2 cores, k/2 hosts per
+               // edge
+};
+Topology parse_topology(const std::string& name);  // throws OptionError
+const char* topology_name(Topology t);
+
 // One row of the model table: gradient bytes exchanged per iteration and
 // compute time per iteration on one GPU (approximate figures, docs/network-simulation.md).
 struct ModelSpec {
@@ -45,17 +54,28 @@ struct ManualFlow {
 };
 
 struct Options {
-  // ---- topology: leaf-spine, `racks` leaves with `hosts_per_rack` hosts each, `spines` spines
+  // ---- topology: leaf-spine, `racks` leaves with `hosts_per_rack` hosts each, `spines` spines;
+  // or a k-ary fat-tree (a "rack" is then an edge switch and its k/2 hosts)
+  Topology topology = Topology::kLeafSpine;
+  uint32_t k = 4;  // fat-tree arity (even)
   uint32_t racks = 4;
   uint32_t hosts_per_rack = 4;
   uint32_t spines = 2;
   double host_gbps = 10.0;     // host <-> leaf links
-  double fabric_gbps = 10.0;   // leaf <-> spine links
+  double fabric_gbps = 10.0;   // switch <-> switch links (leaf-spine; edge-aggregation and aggregation-core)
   double link_delay_us = 1.0;  // propagation delay of every link
   // ---- switch output queues (every port, hosts' NICs too)
   uint32_t buffer_kb = 1024;  // per-port buffer; tail drop beyond (unless lossless)
   uint32_t ecn_k_kb = 100;    // CE marking threshold K on the instantaneous queue
-  bool lossless = false;      // output queues never drop (deep buffers; no pause frames modelled)
+  // Lossless operation: PFC-style pause. Each switch accounts the bytes it
+  // holds per ingress port and class (0: TCP, 1: PANAMA aggregation); at
+  // XOFF it pauses that class on the upstream transmitter, at XON it resumes
+  // it (both after the link's propagation delay). Output queues do not drop;
+  // a packet beyond XOFF + headroom is dropped and counted (none expected).
+  bool lossless = false;
+  uint32_t pfc_xoff_kb = 64;
+  uint32_t pfc_xon_kb = 32;
+  uint32_t pfc_headroom_kb = 0;  // 0: 2 x link delay x rate + 4 full-size packets, per port
   // ---- the accelerator beside each switch
   double engine_gbps = 100.0;
   double engine_latency_us = 1.0;
@@ -86,7 +106,10 @@ struct Options {
   std::string out_dir;          // where summary.json, flows.csv, iterations.csv go ("" = nowhere)
   bool progress = false;        // progress lines on stderr
 
-  uint32_t hosts() const { return racks * hosts_per_rack; }
+  // Racks (leaves / edge switches) and hosts per rack of the chosen topology.
+  uint32_t num_racks() const { return topology == Topology::kFatTree ? k * (k / 2) : racks; }
+  uint32_t rack_size() const { return topology == Topology::kFatTree ? k / 2 : hosts_per_rack; }
+  uint32_t hosts() const { return num_racks() * rack_size(); }
 };
 
 // Checks every option and their combinations; throws OptionError naming the option.

@@ -1,4 +1,5 @@
-// The cluster-scale network simulation: builds a leaf-spine fabric on ns-3,
+// The cluster-scale network simulation: builds a leaf-spine or k-ary
+// fat-tree fabric on ns-3,
 // places PSwitches (switch + aggregation engine) at every switch, runs the
 // training jobs and the background flows, and reports what happened.
 //
@@ -47,6 +48,9 @@ RunResult run_simulation(const Options& o);
 // header-only packets), the first full packet crossing every hop, the rest
 // following at the slowest link's rate. TCP slow start is not part of it.
 double ideal_fct_us(const Options& o, uint64_t bytes, bool same_rack);
+// The same over a path with `fabric_links` switch-to-switch links (0 within
+// a rack; leaf-spine 2; fat-tree 2 within a pod, 4 between pods).
+double ideal_fct_path_us(const Options& o, uint64_t bytes, uint32_t fabric_links);
 
 // Writes summary.json, flows.csv and iterations.csv into o.out_dir.
 void write_outputs(const Options& o, const RunResult& r);
