@@ -36,6 +36,10 @@ int internal_main(int argc, char** argv) {
     return 2;
   }
   w.vdev = vdev;
+  if (const char* idle = arg_after(argc, argv, "--internal-idle-us"))
+    w.idle_sleep_us = static_cast<uint32_t>(std::strtoul(idle, nullptr, 10));
+  if (const char* ch = arg_after(argc, argv, "--ring-channels"))
+    w.ring_channels = static_cast<uint32_t>(std::strtoul(ch, nullptr, 10));
   if (const char* left = arg_after(argc, argv, "--ring-left")) {
     const char* right = arg_after(argc, argv, "--ring-right");
     panama::config::MacAddress l{}, r{};
@@ -86,6 +90,15 @@ int main(int argc, char** argv) {
   app.add_option("--baseline", baseline,
                  "ring: run a host ring allreduce over the same links instead (for comparison)")
       ->check(CLI::IsMember({"none", "ring"}))
+      ->capture_default_str();
+  app.add_option("--idle-sleep-us", o.idle_sleep_us,
+                 "idle back-off of every polling loop: sleep up to this many microseconds when a poll "
+                 "finds nothing (0: busy-poll, for a core per process)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--ring-channels", o.ring_channels,
+                 "--baseline ring: independent rings, each over its share of the data")
+      ->check(CLI::Range(1, 16))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

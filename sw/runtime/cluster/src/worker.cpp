@@ -3,6 +3,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +34,28 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
 
 }  // namespace
 
+void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank, uint32_t world,
+                       uint32_t iteration, double timeout_s, const std::function<void()>& while_waiting) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(plan_path).parent_path();
+  auto file_of = [&](uint32_t r) {
+    return dir /
+           ("barrier-j" + std::to_string(job) + "-i" + std::to_string(iteration) + "-r" + std::to_string(r));
+  };
+  std::ofstream(file_of(rank)).put('\n');
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (uint32_t r = 0; r < world; ++r) {
+    std::error_code ec;
+    while (!fs::exists(file_of(r), ec)) {
+      if (std::chrono::steady_clock::now() > until)
+        throw std::runtime_error("rank " + std::to_string(r) + " did not reach iteration " +
+                                 std::to_string(iteration) + " within " + std::to_string(timeout_s) + " s");
+      if (while_waiting) while_waiting();
+      std::this_thread::sleep_for(std::chrono::microseconds(while_waiting ? 200 : 1000));
+    }
+  }
+}
+
 int run_worker(const WorkerOptions& opt) {
   std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
   nlohmann::json report;
@@ -43,6 +67,7 @@ int run_worker(const WorkerOptions& opt) {
       throw std::runtime_error("too many workers for exact reference data");
     runtime::RuntimeOptions ro;
     ro.port.link_wait_ms = 10000;
+    ro.idle_sleep_us = opt.idle_sleep_us;
     auto rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
     auto comm = rt->communicator(plan);
     std::vector<float> data(opt.elems), ref(opt.elems);
@@ -53,6 +78,10 @@ int run_worker(const WorkerOptions& opt) {
     std::vector<uint32_t> cap_violations(plan.trees.size(), 0);
     for (uint32_t it = 0; it < opt.iterations; ++it) {
       fill_tensor(data.data(), data.size(), opt.seed, it, plan.rank);
+      // Every rank has checked the previous result and generated this
+      // iteration's data before any of them starts: on shared CPUs, no
+      // rank's test-data work runs while another one's allreduce is timed.
+      iteration_barrier(opt.plan_path, plan.job_id, plan.rank, plan.world_size, it);
       // Statistics count bytes since the communicator was created; progress
       // is reported per iteration.
       const uint64_t completed_before = comm->stats().bytes_completed;

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ struct ClusterOptions {
   std::string summary_path;       // also write the summary as JSON here
   bool progress = true;
   bool ring_baseline = false;  // host ring allreduce instead of in-network aggregation
+  uint32_t ring_channels = 2;  // rings of the baseline, each over 1/channels of the data
+  // Idle back-off of every polling loop (PSwitches, workers' progress
+  // threads, ring workers): sleep up to this long when a poll finds nothing.
+  // Every process of the cluster shares this machine's few CPUs; 0 busy-polls.
+  uint32_t idle_sleep_us = 50;
 };
 
 // Runs the whole virtual cluster; returns the exit code (0: every result
@@ -52,7 +58,17 @@ struct WorkerOptions {
   uint64_t seed = 1;
   uint64_t elems = 0;
   uint32_t iterations = 1;
+  uint32_t idle_sleep_us = 50;  // ClusterOptions::idle_sleep_us
+  uint32_t ring_channels = 2;   // ring baseline only
 };
+
+// Waits until every rank of the job in `plan_path`'s directory has reached
+// `iteration` (a file per rank and iteration), so no worker generates or
+// checks test data while another one's allreduce is being timed. Calls
+// `while_waiting` (if any) between checks. Throws after `timeout_s`.
+void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank, uint32_t world,
+                       uint32_t iteration, double timeout_s = 600.0,
+                       const std::function<void()>& while_waiting = {});
 
 // The left and right neighbours of a ring-allreduce worker.
 struct RingPeers {
