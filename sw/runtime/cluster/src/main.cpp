@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
                  "finds nothing (0: busy-poll, for a core per process)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  app.add_flag("--in-process", o.in_process,
+               "every node a thread of this process, links net_ring pairs (no memif copies, no process "
+               "switches); default: one process per node over memif");
   app.add_option("--ring-channels", o.ring_channels,
                  "--baseline ring: independent rings, each over its share of the data")
       ->check(CLI::Range(1, 16))
@@ -125,5 +128,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "panama-cluster: cannot find its own executable (/proc/self/exe)\n");
     return 1;
   }
+  if (o.in_process) return panama::cluster::run_cluster_in_process(o);
   return panama::cluster::run_cluster(o, exe);
 }

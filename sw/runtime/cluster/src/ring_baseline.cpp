@@ -405,18 +405,23 @@ struct Ring {
 
 }  // namespace
 
-int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers) {
+nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
+                               const std::shared_ptr<runtime::DpdkEal>& shared_eal, const std::string& device,
+                               const WorkerProgress& progress, std::shared_ptr<void>* keep_alive) {
   nlohmann::json report;
   try {
     const runtime::Plan plan = runtime::load_plan(opt.plan_path);
     report["job"] = plan.job_id;
     report["rank"] = plan.rank;
     report["baseline"] = "ring";
-    auto eal = runtime::DpdkEal::initialize(node_eal_args(opt.vdev, 512, opt.file_prefix));
+    auto eal =
+        shared_eal ? shared_eal : runtime::DpdkEal::initialize(node_eal_args(opt.vdev, 512, opt.file_prefix));
     runtime::PortConfig pc;
-    pc.name = opt.vdev.substr(0, opt.vdev.find(','));
+    pc.name = shared_eal ? device : opt.vdev.substr(0, opt.vdev.find(','));
     pc.link_wait_ms = 10000;
-    runtime::DpdkPort port(eal, pc);
+    auto port_ptr = std::make_shared<runtime::DpdkPort>(eal, pc);
+    if (keep_alive) *keep_alive = port_ptr;  // other threads may still hold its mbufs
+    runtime::DpdkPort& port = *port_ptr;
     Ring ring(port, plan.local_mac, peers.left, peers.right, plan.rank, plan.world_size, opt.elems,
               plan.elems_per_packet, opt.ring_channels, opt.idle_sleep_us);
     std::vector<float> data(opt.elems), ref(opt.elems);
@@ -442,8 +447,7 @@ int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers) {
       if (bad != 0)
         std::fprintf(stderr, "ring rank %u iteration %u: %zu elements differ\n", plan.rank, it, bad);
       mismatches += bad;
-      std::printf("P %u %llu\n", it + 1, 0ull);
-      std::fflush(stdout);
+      progress(it + 1, 0);
     }
     // The left neighbour may still wait for our last credit (lost, or still
     // in this process's memif ring, which goes away with the process): keep
@@ -470,6 +474,17 @@ int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers) {
     report["error"] = e.what();
     std::fprintf(stderr, "ring worker: error: %s\n", e.what());
   }
+  return report;
+}
+
+int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers) {
+  const nlohmann::json report = ring_iterations(
+      opt, peers, nullptr, "",
+      [](uint32_t it, uint64_t bytes) {
+        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
+        std::fflush(stdout);
+      },
+      nullptr);
   std::printf("R %s\n", report.dump().c_str());
   std::fflush(stdout);
   std::_Exit(report.value("ok", false) ? 0 : 1);

@@ -34,6 +34,9 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
 
 }  // namespace
 
+nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan, runtime::Communicator& comm,
+                           const WorkerProgress& progress, nlohmann::json report);
+
 void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank, uint32_t world,
                        uint32_t iteration, double timeout_s, const std::function<void()>& while_waiting) {
   namespace fs = std::filesystem;
@@ -56,8 +59,9 @@ void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank
   }
 }
 
-int run_worker(const WorkerOptions& opt) {
-  std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
+nlohmann::json worker_iterations(const WorkerOptions& opt, const std::shared_ptr<runtime::DpdkEal>& eal,
+                                 const std::string& device, const WorkerProgress& progress,
+                                 std::shared_ptr<void>* keep_alive) {
   nlohmann::json report;
   try {
     const runtime::Plan plan = runtime::load_plan(opt.plan_path);
@@ -68,8 +72,37 @@ int run_worker(const WorkerOptions& opt) {
     runtime::RuntimeOptions ro;
     ro.port.link_wait_ms = 10000;
     ro.idle_sleep_us = opt.idle_sleep_us;
-    auto rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
-    auto comm = rt->communicator(plan);
+    auto rt = eal ? runtime::Runtime::create(eal, ro)
+                  : runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
+    auto comm = rt->communicator(plan, device);
+    if (keep_alive) {
+      // Other threads (in-process PSwitches) may still hold mbufs of this
+      // runtime's pool: the caller decides when it goes.
+      struct Keep {
+        std::unique_ptr<runtime::Runtime> rt;
+        std::unique_ptr<runtime::Communicator> comm;
+        ~Keep() { comm.reset(); }
+      };
+      auto k = std::make_shared<Keep>();
+      *keep_alive = k;
+      k->rt = std::move(rt);
+      k->comm = std::move(comm);
+      return worker_loop(opt, plan, *k->comm, progress, report);
+    }
+    return worker_loop(opt, plan, *comm, progress, report);
+  } catch (const std::exception& e) {
+    report["ok"] = false;
+    report["error"] = e.what();
+    std::fprintf(stderr, "worker: error: %s\n", e.what());
+  }
+  return report;
+}
+
+nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
+                           runtime::Communicator& comm_ref, const WorkerProgress& progress,
+                           nlohmann::json report) {
+  auto* comm = &comm_ref;
+  try {
     std::vector<float> data(opt.elems), ref(opt.elems);
     std::vector<double> seconds;
     uint64_t mismatches = 0;
@@ -93,8 +126,7 @@ int run_worker(const WorkerOptions& opt) {
           max_cwnd[t] = std::max(max_cwnd[t], s.trees[t].cwnd);
           if (s.trees[t].cwnd > s.trees[t].cwnd_cap + 1e-9) ++cap_violations[t];
         }
-        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(s.bytes_completed - completed_before));
-        std::fflush(stdout);
+        progress(it, s.bytes_completed - completed_before);
       }
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       seconds.push_back(dt);
@@ -107,8 +139,7 @@ int run_worker(const WorkerOptions& opt) {
                      plan.job_id, plan.rank, it, bad, first, data[first], ref[first]);
       }
       mismatches += bad;
-      std::printf("P %u %llu\n", it + 1, 0ull);
-      std::fflush(stdout);
+      progress(it + 1, 0);
     }
     const runtime::CommStats s = comm->stats();
     report["seconds"] = seconds;
@@ -131,6 +162,18 @@ int run_worker(const WorkerOptions& opt) {
     report["error"] = e.what();
     std::fprintf(stderr, "worker: error: %s\n", e.what());
   }
+  return report;
+}
+
+int run_worker(const WorkerOptions& opt) {
+  std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
+  const nlohmann::json report = worker_iterations(
+      opt, nullptr, "",
+      [](uint32_t it, uint64_t bytes) {
+        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
+        std::fflush(stdout);
+      },
+      nullptr);
   std::printf("R %s\n", report.dump().c_str());
   std::fflush(stdout);
   // Exit without running destructors of DPDK state still polled by threads.

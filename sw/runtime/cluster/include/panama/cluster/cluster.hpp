@@ -8,8 +8,15 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace panama::runtime {
+class DpdkEal;
+}
 
 namespace panama::cluster {
 
@@ -45,6 +52,9 @@ struct ClusterOptions {
   // threads, ring workers): sleep up to this long when a poll finds nothing.
   // Every process of the cluster shares this machine's few CPUs; 0 busy-polls.
   uint32_t idle_sleep_us = 50;
+  // Every node a thread of this one process, links net_ring pairs (no memif
+  // copies, no process switches); else one process per node over memif.
+  bool in_process = false;
 };
 
 // Runs the whole virtual cluster; returns the exit code (0: every result
@@ -78,6 +88,29 @@ struct RingPeers {
 // A worker of the ring-allreduce baseline (--baseline ring): same data, same
 // checks, same reports as run_worker, over the same links.
 int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers);
+
+// Progress of one worker: iteration, bytes of it completed.
+using WorkerProgress = std::function<void(uint32_t iteration, uint64_t bytes)>;
+
+// The allreduces of one worker (generate, barrier, allreduce, check),
+// returning its report (the JSON of the "R" line). With `eal` null it starts
+// its own EAL on opt.vdev (a worker process); otherwise it opens `device` on
+// that EAL (a worker thread of the in-process cluster).
+// With `keep_alive`, the worker's runtime (ports, mempool) is handed to the
+// caller instead of being destroyed on return.
+nlohmann::json worker_iterations(const WorkerOptions& opt, const std::shared_ptr<runtime::DpdkEal>& eal,
+                                 const std::string& device, const WorkerProgress& progress,
+                                 std::shared_ptr<void>* keep_alive);
+// The same for the ring baseline, on its own port `device` of `eal`
+// (or, with `eal` null, its own EAL on opt.vdev).
+nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
+                               const std::shared_ptr<runtime::DpdkEal>& eal, const std::string& device,
+                               const WorkerProgress& progress, std::shared_ptr<void>* keep_alive);
+
+// The whole virtual cluster as threads of this process, linked by net_ring
+// pairs instead of memif (ClusterOptions::in_process); same summary and exit
+// codes as run_cluster.
+int run_cluster_in_process(const ClusterOptions& opt);
 
 // One worker process (started by run_cluster): prints progress lines
 // "P <iteration> <bytes done>" and a final "R <json>" on stdout.
