@@ -22,6 +22,7 @@
 #include "panama/cluster/orchestration.hpp"
 #include "panama/pswitch/software_pswitch.hpp"
 #include "panama/runtime/dpdk.hpp"
+#include "panama/runtime/runtime.hpp"
 
 namespace panama::cluster {
 
@@ -90,6 +91,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
   std::vector<std::unique_ptr<WorkerSlot>> slots;
   std::vector<std::thread> switch_threads;
   std::atomic<bool> stop_switches{false};
+  std::unique_ptr<runtime::Runtime> rt;
   try {
     // One EAL for every node; memory for every port's mempool (PSwitch
     // ports 4095 mbufs, worker ports 2047, 9216-byte frames).
@@ -141,16 +143,23 @@ int run_cluster_in_process(const ClusterOptions& opt) {
       }
       slots.push_back(std::move(slot));
     }
+    // One runtime (one progress thread) serves every PANAMA worker: with the
+    // PSwitch thread that is two busy threads, one per core of a small machine.
+    if (!opt.ring_baseline) {
+      runtime::RuntimeOptions ro;
+      ro.idle_sleep_us = opt.idle_sleep_us;
+      rt = runtime::Runtime::create(eal, ro);
+    }
     for (auto& sp : slots) {
       WorkerSlot* s = sp.get();
       const bool ring = opt.ring_baseline;
-      s->thread = std::thread([s, ring, eal] {
+      s->thread = std::thread([s, ring, eal, &rt] {
         auto progress = [s](uint32_t it, uint64_t bytes) {
           s->iteration.store(it);
           s->bytes.store(bytes);
         };
         s->report = ring ? ring_iterations(s->opt, s->peers, eal, s->device, progress, &s->keep)
-                         : worker_iterations(s->opt, eal, s->device, progress, &s->keep);
+                         : worker_iterations(s->opt, rt.get(), s->device, progress);
         s->done.store(true);
       });
     }

@@ -59,9 +59,8 @@ void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank
   }
 }
 
-nlohmann::json worker_iterations(const WorkerOptions& opt, const std::shared_ptr<runtime::DpdkEal>& eal,
-                                 const std::string& device, const WorkerProgress& progress,
-                                 std::shared_ptr<void>* keep_alive) {
+nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* shared_rt,
+                                 const std::string& device, const WorkerProgress& progress) {
   nlohmann::json report;
   try {
     const runtime::Plan plan = runtime::load_plan(opt.plan_path);
@@ -69,26 +68,14 @@ nlohmann::json worker_iterations(const WorkerOptions& opt, const std::shared_ptr
     report["rank"] = plan.rank;
     if (plan.world_size > kMaxExactWorkers)
       throw std::runtime_error("too many workers for exact reference data");
-    runtime::RuntimeOptions ro;
-    ro.port.link_wait_ms = 10000;
-    ro.idle_sleep_us = opt.idle_sleep_us;
-    auto rt = eal ? runtime::Runtime::create(eal, ro)
-                  : runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
-    auto comm = rt->communicator(plan, device);
-    if (keep_alive) {
-      // Other threads (in-process PSwitches) may still hold mbufs of this
-      // runtime's pool: the caller decides when it goes.
-      struct Keep {
-        std::unique_ptr<runtime::Runtime> rt;
-        std::unique_ptr<runtime::Communicator> comm;
-        ~Keep() { comm.reset(); }
-      };
-      auto k = std::make_shared<Keep>();
-      *keep_alive = k;
-      k->rt = std::move(rt);
-      k->comm = std::move(comm);
-      return worker_loop(opt, plan, *k->comm, progress, report);
+    std::unique_ptr<runtime::Runtime> own_rt;
+    if (!shared_rt) {
+      runtime::RuntimeOptions ro;
+      ro.port.link_wait_ms = 10000;
+      ro.idle_sleep_us = opt.idle_sleep_us;
+      own_rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
     }
+    auto comm = (shared_rt ? shared_rt : own_rt.get())->communicator(plan, device);
     return worker_loop(opt, plan, *comm, progress, report);
   } catch (const std::exception& e) {
     report["ok"] = false;
@@ -167,13 +154,10 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
 
 int run_worker(const WorkerOptions& opt) {
   std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
-  const nlohmann::json report = worker_iterations(
-      opt, nullptr, "",
-      [](uint32_t it, uint64_t bytes) {
-        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
-        std::fflush(stdout);
-      },
-      nullptr);
+  const nlohmann::json report = worker_iterations(opt, nullptr, "", [](uint32_t it, uint64_t bytes) {
+    std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
+    std::fflush(stdout);
+  });
   std::printf("R %s\n", report.dump().c_str());
   std::fflush(stdout);
   // Exit without running destructors of DPDK state still polled by threads.

@@ -16,7 +16,8 @@
 
 namespace panama::runtime {
 class DpdkEal;
-}
+class Runtime;
+}  // namespace panama::runtime
 
 namespace panama::cluster {
 
@@ -93,16 +94,16 @@ int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers);
 using WorkerProgress = std::function<void(uint32_t iteration, uint64_t bytes)>;
 
 // The allreduces of one worker (generate, barrier, allreduce, check),
-// returning its report (the JSON of the "R" line). With `eal` null it starts
-// its own EAL on opt.vdev (a worker process); otherwise it opens `device` on
-// that EAL (a worker thread of the in-process cluster).
-// With `keep_alive`, the worker's runtime (ports, mempool) is handed to the
-// caller instead of being destroyed on return.
-nlohmann::json worker_iterations(const WorkerOptions& opt, const std::shared_ptr<runtime::DpdkEal>& eal,
-                                 const std::string& device, const WorkerProgress& progress,
-                                 std::shared_ptr<void>* keep_alive);
+// returning its report (the JSON of the "R" line). With `shared_rt` null it
+// starts its own runtime and EAL on opt.vdev (a worker process); otherwise
+// it opens `device` in that runtime, whose one progress thread then serves
+// every worker of the in-process cluster.
+nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* shared_rt,
+                                 const std::string& device, const WorkerProgress& progress);
 // The same for the ring baseline, on its own port `device` of `eal`
-// (or, with `eal` null, its own EAL on opt.vdev).
+// (or, with `eal` null, its own EAL on opt.vdev). With `keep_alive`, the
+// port (and its mempool, whose mbufs other threads may still hold) is handed
+// to the caller instead of being closed on return.
 nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
                                const std::shared_ptr<runtime::DpdkEal>& eal, const std::string& device,
                                const WorkerProgress& progress, std::shared_ptr<void>* keep_alive);
