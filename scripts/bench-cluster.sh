@@ -8,7 +8,7 @@
 # the machine and the exact commands.
 # Environment: BUILD_DIR (build), SIZE (32MiB), ITERATIONS (3), RATES ("1 10",
 # Gbit/s), WORKERS ("2 4 8"), TREES ("1 2 4"), RING (1: add ring rows),
-# EXTRA (more panama-cluster arguments, e.g. "--in-process"), EXE (the binary).
+# EXTRA (more panama-cluster arguments, e.g. "--nodes threads"), EXE (the binary).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}

@@ -1,4 +1,4 @@
-// panama-cluster --in-process: the same virtual cluster (controller plan,
+// panama-cluster --nodes threads: the same virtual cluster (controller plan,
 // software PSwitches, workers, bit-exact checks, summary) with every node a
 // thread of this process and every link a net_ring pair instead of a memif
 // socket pair. A frame then crosses a link as an mbuf pointer (memif copies

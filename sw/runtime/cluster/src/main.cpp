@@ -96,9 +96,14 @@ int main(int argc, char** argv) {
                  "finds nothing (0: busy-poll, for a core per process)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
-  app.add_flag("--in-process", o.in_process,
-               "every node a thread of this process, links net_ring pairs (no memif copies, no process "
-               "switches); default: one process per node over memif");
+  std::string nodes = "processes";
+  app.add_option(
+         "--nodes", nodes,
+         "processes: one process per node, links memif; threads: every node a thread of this process, "
+         "links net_ring pairs (no memif copies, no process switches); the last one given counts")
+      ->check(CLI::IsMember({"processes", "threads"}))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
   app.add_option("--ring-channels", o.ring_channels,
                  "--baseline ring: independent rings, each over its share of the data")
       ->check(CLI::Range(1, 16))
@@ -106,6 +111,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   o.ring_baseline = baseline == "ring";
+  o.in_process = nodes == "threads";
   if (elems > 0) {
     o.elems = elems;
   } else {

@@ -11,7 +11,7 @@
 //   round-robin by the one polling thread.
 // - Vectorised reduction (SSE binary32 addition, round to nearest even,
 //   no FTZ/DAZ): element e of segment s is summed along the ring starting at
-//   rank s+1, i.e. ((x[s+1] + x[s+2]) + ...) + x[s], in that order.
+//   rank s, i.e. ((x[s] + x[s+1]) + x[s+2]) + ... + x[s-1], in that order.
 // - Its own loss handling: frames carry a per-channel sequence number; the
 //   receiver accepts only the next one (go-back-N), drops others and answers
 //   them and duplicates with a credit; the sender goes back to the last
