@@ -11,6 +11,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -92,14 +93,16 @@ int run_cluster_in_process(const ClusterOptions& opt) {
   std::vector<std::thread> switch_threads;
   std::atomic<bool> stop_switches{false};
   std::unique_ptr<runtime::Runtime> rt;
+  std::string runtime_dir;
   try {
     // One EAL for every node; memory for every port's mempool (PSwitch
     // ports 4095 mbufs, worker ports 2047, 9216-byte frames).
     size_t switch_ports = 0;
     for (const auto& s : dep.switches) switch_ports += s.settings.ports.size();
     const unsigned memory_mb = static_cast<unsigned>(128 + 40 * switch_ports + 24 * dep.workers.size());
-    auto eal = runtime::DpdkEal::initialize(
-        node_eal_args("", memory_mb, "panama-cluster-" + std::to_string(getpid())));
+    const std::string prefix = "panama-cluster-" + std::to_string(getpid());
+    runtime_dir = "/var/run/dpdk/" + prefix;
+    auto eal = runtime::DpdkEal::initialize(node_eal_args("", memory_mb, prefix));
     // Every memif socket pair of the plan becomes a net_ring pair.
     std::map<std::string, std::pair<std::string, std::string>> links;  // socket -> (server, client) port
     auto port_of = [&](const std::string& vdev) {
@@ -310,6 +313,9 @@ int run_cluster_in_process(const ClusterOptions& opt) {
     f << summary.dump(2) << "\n";
   }
   finish_run_dir(run, !opt.keep && (ok || interrupted), "panama-cluster");
+  // The EAL is not torn down (below), so its runtime directory goes here.
+  std::error_code ec;
+  std::filesystem::remove_all(runtime_dir, ec);
   std::fflush(stdout);
   std::fflush(stderr);
   // Worker threads may still run (interrupted, stalled) and the PSwitches
