@@ -299,7 +299,8 @@ TEST_CASE("ring baseline: fewer elements than ranks and channels", "[e2e]") {
 
 TEST_CASE("in-process cluster: threads over net_ring, exact, same summary", "[e2e]") {
   const uint64_t elems = 100003, epp = 256;
-  const Run r = cluster("--nodes threads --workers 4 --trees 3 --elems 100003 --elems-per-packet 256 --iterations 2");
+  const Run r =
+      cluster("--nodes threads --workers 4 --trees 3 --elems 100003 --elems-per-packet 256 --iterations 2");
   require_all_ok(r, 4);
   CHECK(r.summary["in_process"] == true);
   const json& s0 = pswitch_named(r.summary, "s0");
@@ -311,7 +312,8 @@ TEST_CASE("in-process cluster: threads over net_ring, exact, same summary", "[e2
 }
 
 TEST_CASE("in-process cluster: two-tier fabric with faults, and the ring baseline", "[e2e]") {
-  Run r = cluster("--nodes threads --topology two-tier --workers 4 --trees 2 --size 1MiB --iterations 2 --loss 0.01");
+  Run r = cluster(
+      "--nodes threads --topology two-tier --workers 4 --trees 2 --size 1MiB --iterations 2 --loss 0.01");
   require_all_ok(r, 4);
   r = cluster("--nodes threads --baseline ring --workers 3 --elems 100003 --iterations 2");
   require_all_ok(r, 3);
