@@ -272,6 +272,54 @@ TEST_CASE("ring-allreduce baseline over the same links is exact too", "[e2e]") {
   CHECK(forwarded > 2 * 2 * 2 * 100003 / 3 / 256);  // 2 iterations x 2(N-1) steps x N ranks x frames/segment
 }
 
+TEST_CASE("ring baseline: loss, duplication and reordering are repaired, every channel exact", "[e2e]") {
+  // 5 ranks, 3 channels, uneven segments; the PSwitch drops, duplicates and
+  // reorders 1% of the frames it sends (ring data and credits alike).
+  const Run r = cluster(
+      "--baseline ring --ring-channels 3 --workers 5 --elems 60001 --elems-per-packet 256 --iterations 2 "
+      "--loss 0.01 --dup 0.01 --reorder 0.01");
+  require_all_ok(r, 5);
+  uint64_t lost = 0;
+  for (const json& p : pswitch_named(r.summary, "s0")["ports"]) lost += p["injected_loss"].get<uint64_t>();
+  CHECK(lost > 0);
+  uint64_t retransmitted = 0, go_backs = 0;
+  for (const json& w : r.summary["workers"]) {
+    CHECK(w["ring"]["channels"] == 3);
+    retransmitted += w["ring"]["retransmitted_frames"].get<uint64_t>();
+    go_backs += w["ring"]["go_backs"].get<uint64_t>();
+  }
+  CHECK(retransmitted > 0);  // the gaps were filled again, not fatal
+  CHECK(go_backs > 0);
+}
+
+TEST_CASE("ring baseline: fewer elements than ranks and channels", "[e2e]") {
+  const Run r = cluster("--baseline ring --ring-channels 4 --workers 4 --elems 3 --iterations 2");
+  require_all_ok(r, 4);
+}
+
+TEST_CASE("in-process cluster: threads over net_ring, exact, same summary", "[e2e]") {
+  const uint64_t elems = 100003, epp = 256;
+  const Run r =
+      cluster("--nodes threads --workers 4 --trees 3 --elems 100003 --elems-per-packet 256 --iterations 2");
+  require_all_ok(r, 4);
+  CHECK(r.summary["in_process"] == true);
+  const json& s0 = pswitch_named(r.summary, "s0");
+  for (uint64_t t = 0; t < 3; ++t) {
+    const json& e = s0["trees"][t]["engine"];
+    CHECK(e["emitted"] == 2 * chunks_of_tree(elems, epp, 3, t));
+    CHECK(e["aggregated"] == 4 * 2 * chunks_of_tree(elems, epp, 3, t));
+  }
+}
+
+TEST_CASE("in-process cluster: two-tier fabric with faults, and the ring baseline", "[e2e]") {
+  Run r = cluster(
+      "--nodes threads --topology two-tier --workers 4 --trees 2 --size 1MiB --iterations 2 --loss 0.01");
+  require_all_ok(r, 4);
+  r = cluster("--nodes threads --baseline ring --workers 3 --elems 100003 --iterations 2");
+  require_all_ok(r, 3);
+  CHECK(r.summary["baseline"] == "ring");
+}
+
 TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") {
   Run r = cluster("--size 6");
   CHECK(r.exit_code == 2);

@@ -9,6 +9,7 @@
 
 #include "eal_args.hpp"
 #include "panama/runtime/dpdk.hpp"
+#include "panama/runtime/idle_backoff.hpp"
 
 using namespace panama::runtime;
 
@@ -113,4 +114,24 @@ TEST_CASE("dpdk: a port can be reopened after it was closed") {
   auto got = receive(f, 1);
   REQUIRE(got.size() == 1);
   CHECK(got[0][99] == 0xAB);
+}
+
+TEST_CASE("IdleBackoff: spins, then sleeps with a doubling bound, and spins again after work") {
+  using panama::runtime::IdleBackoff;
+  IdleBackoff b({4, 1, 8});
+  for (int i = 0; i < 4; ++i) CHECK_FALSE(b.idle());  // spinning: the CPU is kept
+  CHECK(b.idle());                                    // then it sleeps
+  CHECK(b.sleeps() == 1);
+  for (int i = 0; i < 5; ++i) CHECK(b.idle());  // 2, 4, 8, 8, 8 us
+  CHECK(b.sleeps() == 6);
+  CHECK_FALSE(b.after_poll(3));  // work: back to spinning
+  for (int i = 0; i < 4; ++i) CHECK_FALSE(b.after_poll(0));
+  CHECK(b.after_poll(0));
+  CHECK(b.sleeps() == 7);
+
+  IdleBackoff busy({2, 1, 0});  // max 0: never sleeps, yields after the spin
+  CHECK_FALSE(busy.idle());
+  CHECK_FALSE(busy.idle());
+  CHECK(busy.idle());
+  CHECK(busy.sleeps() == 0);
 }

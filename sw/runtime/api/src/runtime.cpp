@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "panama/runtime/idle_backoff.hpp"
+
 namespace panama::runtime {
 namespace detail {
 
@@ -142,6 +144,7 @@ struct Shared {
   }
 
   void run() {
+    IdleBackoff backoff({32, 1, options.idle_sleep_us});
     std::unique_lock<std::mutex> lk(mu);
     while (!stop) {
       if (pending_locked() == 0) {
@@ -150,13 +153,10 @@ struct Shared {
       }
       const bool did = pass_locked();
       lk.unlock();
-      // Let API calls take the lock between passes; sleep a little when idle
-      // so a waiting worker does not occupy a whole core.
-      if (!did && options.idle_sleep_us > 0) {
-        std::this_thread::sleep_for(std::chrono::microseconds(options.idle_sleep_us));
-      } else {
-        std::this_thread::yield();
-      }
+      // Let API calls take the lock between passes; back off when idle
+      // (spin, then sleep 1, 2, 4 .. idle_sleep_us) so a waiting worker does
+      // not occupy a whole core.
+      if (!backoff.after_poll(did ? 1 : 0)) std::this_thread::yield();
       lk.lock();
     }
   }

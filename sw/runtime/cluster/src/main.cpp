@@ -36,6 +36,10 @@ int internal_main(int argc, char** argv) {
     return 2;
   }
   w.vdev = vdev;
+  if (const char* idle = arg_after(argc, argv, "--internal-idle-us"))
+    w.idle_sleep_us = static_cast<uint32_t>(std::strtoul(idle, nullptr, 10));
+  if (const char* ch = arg_after(argc, argv, "--ring-channels"))
+    w.ring_channels = static_cast<uint32_t>(std::strtoul(ch, nullptr, 10));
   if (const char* left = arg_after(argc, argv, "--ring-left")) {
     const char* right = arg_after(argc, argv, "--ring-right");
     panama::config::MacAddress l{}, r{};
@@ -87,9 +91,27 @@ int main(int argc, char** argv) {
                  "ring: run a host ring allreduce over the same links instead (for comparison)")
       ->check(CLI::IsMember({"none", "ring"}))
       ->capture_default_str();
+  app.add_option("--idle-sleep-us", o.idle_sleep_us,
+                 "idle back-off of every polling loop: sleep up to this many microseconds when a poll "
+                 "finds nothing (0: busy-poll, for a core per process)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  std::string nodes = "processes";
+  app.add_option(
+         "--nodes", nodes,
+         "processes: one process per node, links memif; threads: every node a thread of this process, "
+         "links net_ring pairs (no memif copies, no process switches); the last one given counts")
+      ->check(CLI::IsMember({"processes", "threads"}))
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+      ->capture_default_str();
+  app.add_option("--ring-channels", o.ring_channels,
+                 "--baseline ring: independent rings, each over its share of the data")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   o.ring_baseline = baseline == "ring";
+  o.in_process = nodes == "threads";
   if (elems > 0) {
     o.elems = elems;
   } else {
@@ -112,5 +134,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "panama-cluster: cannot find its own executable (/proc/self/exe)\n");
     return 1;
   }
+  if (o.in_process) return panama::cluster::run_cluster_in_process(o);
   return panama::cluster::run_cluster(o, exe);
 }

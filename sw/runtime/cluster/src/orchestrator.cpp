@@ -106,7 +106,11 @@ void start_workers(NodeSet& nodes, const PlannedRun& run, const ClusterOptions& 
                  "--elems",
                  std::to_string(opt.elems),
                  "--iterations",
-                 std::to_string(opt.iterations)};
+                 std::to_string(opt.iterations),
+                 "--internal-idle-us",
+                 std::to_string(opt.idle_sleep_us),
+                 "--ring-channels",
+                 std::to_string(opt.ring_channels)};
     if (opt.ring_baseline) {
       // Neighbours in rank order within the job.
       auto mac_of_rank = [&](uint32_t rank) {
@@ -347,7 +351,7 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
   std::map<std::string, WorkerState> workers;
   int rc = 0;
   try {
-    nodes.start_switches(dep, self_exe);
+    nodes.start_switches(dep, self_exe, opt.idle_sleep_us);
     start_workers(nodes, run, opt, self_exe);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "panama-cluster: %s\n", e.what());

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +34,33 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
 
 }  // namespace
 
-int run_worker(const WorkerOptions& opt) {
-  std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
+nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan, runtime::Communicator& comm,
+                           const WorkerProgress& progress, nlohmann::json report);
+
+void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank, uint32_t world,
+                       uint32_t iteration, double timeout_s, const std::function<void()>& while_waiting) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(plan_path).parent_path();
+  auto file_of = [&](uint32_t r) {
+    return dir /
+           ("barrier-j" + std::to_string(job) + "-i" + std::to_string(iteration) + "-r" + std::to_string(r));
+  };
+  std::ofstream(file_of(rank)).put('\n');
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (uint32_t r = 0; r < world; ++r) {
+    std::error_code ec;
+    while (!fs::exists(file_of(r), ec)) {
+      if (std::chrono::steady_clock::now() > until)
+        throw std::runtime_error("rank " + std::to_string(r) + " did not reach iteration " +
+                                 std::to_string(iteration) + " within " + std::to_string(timeout_s) + " s");
+      if (while_waiting) while_waiting();
+      std::this_thread::sleep_for(std::chrono::microseconds(while_waiting ? 200 : 1000));
+    }
+  }
+}
+
+nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* shared_rt,
+                                 const std::string& device, const WorkerProgress& progress) {
   nlohmann::json report;
   try {
     const runtime::Plan plan = runtime::load_plan(opt.plan_path);
@@ -41,10 +68,28 @@ int run_worker(const WorkerOptions& opt) {
     report["rank"] = plan.rank;
     if (plan.world_size > kMaxExactWorkers)
       throw std::runtime_error("too many workers for exact reference data");
-    runtime::RuntimeOptions ro;
-    ro.port.link_wait_ms = 10000;
-    auto rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
-    auto comm = rt->communicator(plan);
+    std::unique_ptr<runtime::Runtime> own_rt;
+    if (!shared_rt) {
+      runtime::RuntimeOptions ro;
+      ro.port.link_wait_ms = 10000;
+      ro.idle_sleep_us = opt.idle_sleep_us;
+      own_rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
+    }
+    auto comm = (shared_rt ? shared_rt : own_rt.get())->communicator(plan, device);
+    return worker_loop(opt, plan, *comm, progress, report);
+  } catch (const std::exception& e) {
+    report["ok"] = false;
+    report["error"] = e.what();
+    std::fprintf(stderr, "worker: error: %s\n", e.what());
+  }
+  return report;
+}
+
+nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
+                           runtime::Communicator& comm_ref, const WorkerProgress& progress,
+                           nlohmann::json report) {
+  auto* comm = &comm_ref;
+  try {
     std::vector<float> data(opt.elems), ref(opt.elems);
     std::vector<double> seconds;
     uint64_t mismatches = 0;
@@ -53,6 +98,10 @@ int run_worker(const WorkerOptions& opt) {
     std::vector<uint32_t> cap_violations(plan.trees.size(), 0);
     for (uint32_t it = 0; it < opt.iterations; ++it) {
       fill_tensor(data.data(), data.size(), opt.seed, it, plan.rank);
+      // Every rank has checked the previous result and generated this
+      // iteration's data before any of them starts: on shared CPUs, no
+      // rank's test-data work runs while another one's allreduce is timed.
+      iteration_barrier(opt.plan_path, plan.job_id, plan.rank, plan.world_size, it);
       // Statistics count bytes since the communicator was created; progress
       // is reported per iteration.
       const uint64_t completed_before = comm->stats().bytes_completed;
@@ -64,8 +113,7 @@ int run_worker(const WorkerOptions& opt) {
           max_cwnd[t] = std::max(max_cwnd[t], s.trees[t].cwnd);
           if (s.trees[t].cwnd > s.trees[t].cwnd_cap + 1e-9) ++cap_violations[t];
         }
-        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(s.bytes_completed - completed_before));
-        std::fflush(stdout);
+        progress(it, s.bytes_completed - completed_before);
       }
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       seconds.push_back(dt);
@@ -78,8 +126,7 @@ int run_worker(const WorkerOptions& opt) {
                      plan.job_id, plan.rank, it, bad, first, data[first], ref[first]);
       }
       mismatches += bad;
-      std::printf("P %u %llu\n", it + 1, 0ull);
-      std::fflush(stdout);
+      progress(it + 1, 0);
     }
     const runtime::CommStats s = comm->stats();
     report["seconds"] = seconds;
@@ -102,6 +149,15 @@ int run_worker(const WorkerOptions& opt) {
     report["error"] = e.what();
     std::fprintf(stderr, "worker: error: %s\n", e.what());
   }
+  return report;
+}
+
+int run_worker(const WorkerOptions& opt) {
+  std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
+  const nlohmann::json report = worker_iterations(opt, nullptr, "", [](uint32_t it, uint64_t bytes) {
+    std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
+    std::fflush(stdout);
+  });
   std::printf("R %s\n", report.dump().c_str());
   std::fflush(stdout);
   // Exit without running destructors of DPDK state still polled by threads.

@@ -32,6 +32,10 @@ int main(int argc, char** argv) {
   app.add_option("--duration", opt.duration, "stop after this many seconds (0: run until SIGINT/SIGTERM)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-q,--quiet", opt.quiet, "do not print the counters at exit");
+  app.add_option("--idle-sleep-us", opt.idle_sleep_us,
+                 "when idle, sleep up to this many microseconds between polls (0: busy-poll)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, on_signal);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "panama/pswitch/software_pswitch.hpp"
+#include "panama/runtime/idle_backoff.hpp"
 
 namespace panama::pswitch {
 
@@ -60,14 +61,12 @@ int run_pswitch_process(const PswitchProcessOptions& opt, const std::atomic<bool
     }
     const uint64_t start = SoftwarePswitch::now_ns();
     uint64_t next_stats = start;
-    uint32_t idle = 0;
+    // Idle back-off (runtime::IdleBackoff): busy-poll and yield by default;
+    // with idle_sleep_us it sleeps when idle, for cores shared with workers.
+    runtime::IdleBackoff backoff({64, 1, opt.idle_sleep_us});
     while (!stop.load(std::memory_order_relaxed)) {
       const uint64_t now = SoftwarePswitch::now_ns();
-      if (sw.poll(now) != 0) {
-        idle = 0;
-      } else if (++idle > 64) {
-        std::this_thread::yield();  // the cores are shared with the workers
-      }
+      backoff.after_poll(sw.poll(now));
       if (!opt.stats_path.empty() && now >= next_stats) {
         write_stats(opt.stats_path, sw.counters_json());
         next_stats = now + static_cast<uint64_t>(opt.stats_interval * 1e9);

@@ -17,6 +17,7 @@
 #include "panama/pswitch/output_queue.hpp"
 #include "panama/pswitch/switch_core.hpp"
 #include "panama/register_access.hpp"
+#include "panama/runtime/idle_backoff.hpp"
 
 namespace panama::pswitch {
 
@@ -193,15 +194,9 @@ uint32_t SoftwarePswitch::poll(uint64_t now) {
   return impl_->poll(now);
 }
 
-void SoftwarePswitch::run(const std::atomic<bool>& stop) {
-  uint32_t idle = 0;
-  while (!stop.load(std::memory_order_relaxed)) {
-    if (impl_->poll(now_ns()) != 0) {
-      idle = 0;
-    } else if (++idle > 64) {
-      std::this_thread::yield();
-    }
-  }
+void SoftwarePswitch::run(const std::atomic<bool>& stop, uint32_t idle_sleep_us) {
+  runtime::IdleBackoff backoff({64, 1, idle_sleep_us});
+  while (!stop.load(std::memory_order_relaxed)) backoff.after_poll(impl_->poll(now_ns()));
 }
 
 const PswitchSettings& SoftwarePswitch::settings() const {

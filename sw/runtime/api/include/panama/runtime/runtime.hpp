@@ -39,8 +39,10 @@ struct RuntimeOptions {
   // Poll in a background thread (default). Without it, progress happens only
   // inside wait()/test()/allreduce() calls.
   bool progress_thread = true;
-  // The thread sleeps this long after a pass that found nothing to do, so an
-  // idle worker does not burn a core (0: busy-poll like a DPDK example).
+  // Idle back-off of the progress thread (IdleBackoff, idle_backoff.hpp):
+  // after 32 passes that found nothing to do it sleeps 1, 2, 4 .. up to this
+  // many microseconds until a pass finds work, so an idle worker does not
+  // burn a core. 0: busy-poll like a DPDK example (a dedicated core, a NIC).
   unsigned idle_sleep_us = 20;
   PortConfig port;  // template for the ports opened (name filled per port)
 };

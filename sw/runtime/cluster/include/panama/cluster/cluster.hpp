@@ -7,8 +7,17 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace panama::runtime {
+class DpdkEal;
+class Runtime;
+}  // namespace panama::runtime
 
 namespace panama::cluster {
 
@@ -39,6 +48,14 @@ struct ClusterOptions {
   std::string summary_path;       // also write the summary as JSON here
   bool progress = true;
   bool ring_baseline = false;  // host ring allreduce instead of in-network aggregation
+  uint32_t ring_channels = 2;  // rings of the baseline, each over 1/channels of the data
+  // Idle back-off of every polling loop (PSwitches, workers' progress
+  // threads, ring workers): sleep up to this long when a poll finds nothing.
+  // Every process of the cluster shares this machine's few CPUs; 0 busy-polls.
+  uint32_t idle_sleep_us = 50;
+  // Every node a thread of this one process, links net_ring pairs (no memif
+  // copies, no process switches); else one process per node over memif.
+  bool in_process = false;
 };
 
 // Runs the whole virtual cluster; returns the exit code (0: every result
@@ -52,7 +69,17 @@ struct WorkerOptions {
   uint64_t seed = 1;
   uint64_t elems = 0;
   uint32_t iterations = 1;
+  uint32_t idle_sleep_us = 50;  // ClusterOptions::idle_sleep_us
+  uint32_t ring_channels = 2;   // ring baseline only
 };
+
+// Waits until every rank of the job in `plan_path`'s directory has reached
+// `iteration` (a file per rank and iteration), so no worker generates or
+// checks test data while another one's allreduce is being timed. Calls
+// `while_waiting` (if any) between checks. Throws after `timeout_s`.
+void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank, uint32_t world,
+                       uint32_t iteration, double timeout_s = 600.0,
+                       const std::function<void()>& while_waiting = {});
 
 // The left and right neighbours of a ring-allreduce worker.
 struct RingPeers {
@@ -62,6 +89,29 @@ struct RingPeers {
 // A worker of the ring-allreduce baseline (--baseline ring): same data, same
 // checks, same reports as run_worker, over the same links.
 int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers);
+
+// Progress of one worker: iteration, bytes of it completed.
+using WorkerProgress = std::function<void(uint32_t iteration, uint64_t bytes)>;
+
+// The allreduces of one worker (generate, barrier, allreduce, check),
+// returning its report (the JSON of the "R" line). With `shared_rt` null it
+// starts its own runtime and EAL on opt.vdev (a worker process); otherwise
+// it opens `device` in that runtime, whose one progress thread then serves
+// every worker of the in-process cluster.
+nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* shared_rt,
+                                 const std::string& device, const WorkerProgress& progress);
+// The same for the ring baseline, on its own port `device` of `eal`
+// (or, with `eal` null, its own EAL on opt.vdev). With `keep_alive`, the
+// port (and its mempool, whose mbufs other threads may still hold) is handed
+// to the caller instead of being closed on return.
+nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
+                               const std::shared_ptr<runtime::DpdkEal>& eal, const std::string& device,
+                               const WorkerProgress& progress, std::shared_ptr<void>* keep_alive);
+
+// The whole virtual cluster as threads of this process, linked by net_ring
+// pairs instead of memif (ClusterOptions::in_process); same summary and exit
+// codes as run_cluster.
+int run_cluster_in_process(const ClusterOptions& opt);
 
 // One worker process (started by run_cluster): prints progress lines
 // "P <iteration> <bytes done>" and a final "R <json>" on stdout.

@@ -17,6 +17,9 @@ struct PswitchProcessOptions {
   double stats_interval = 1.0;
   double duration = 0.0;  // seconds; 0 = until `stop`
   bool quiet = false;     // no counter table on stderr at exit
+  // Longest idle sleep of the polling loop in microseconds (runtime::IdleBackoff);
+  // 0 busy-polls (a core per PSwitch, real NICs).
+  uint32_t idle_sleep_us = 0;
 };
 
 // Returns the process exit code (0 ok, 1 error, message on stderr).

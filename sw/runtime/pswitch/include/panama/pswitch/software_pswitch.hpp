@@ -37,9 +37,11 @@ class SoftwarePswitch {
   // queues release by `now_ns`. Returns the number of frames handled.
   uint32_t poll(uint64_t now_ns);
 
-  // Polls until `stop` is set; yields the CPU while idle (the machine is
-  // shared with the workers in a virtual cluster).
-  void run(const std::atomic<bool>& stop);
+  // Polls until `stop` is set. When idle it backs off as `idle_sleep_us`
+  // says (runtime::IdleBackoff: 0 busy-polls and yields, the right setting
+  // with a core per PSwitch; above 0 it sleeps up to that many microseconds,
+  // for machines whose cores are shared with the workers).
+  void run(const std::atomic<bool>& stop, uint32_t idle_sleep_us = 0);
 
   const PswitchSettings& settings() const;
   const std::string& name() const;

@@ -1,0 +1,326 @@
+// panama-cluster --nodes threads: the same virtual cluster (controller plan,
+// software PSwitches, workers, bit-exact checks, summary) with every node a
+// thread of this process and every link a net_ring pair instead of a memif
+// socket pair. A frame then crosses a link as an mbuf pointer (memif copies
+// it into and out of shared memory), and the nodes switch between threads
+// of one process rather than between processes. docs/cluster.md compares
+// the two.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "panama/cluster/cluster.hpp"
+#include "panama/cluster/orchestration.hpp"
+#include "panama/pswitch/software_pswitch.hpp"
+#include "panama/runtime/dpdk.hpp"
+#include "panama/runtime/runtime.hpp"
+
+namespace panama::cluster {
+
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) {
+  g_interrupted.store(true);
+}
+
+// "net_memif0,role=server,socket=/x/y.sock" -> ("/x/y.sock", true).
+std::pair<std::string, bool> memif_end(const std::string& vdev) {
+  const size_t at = vdev.find("socket=");
+  if (at == std::string::npos) throw std::runtime_error("link without a memif socket: " + vdev);
+  const std::string sock = vdev.substr(at + 7, vdev.find(',', at) - (at + 7));
+  return {sock, vdev.find("role=server") != std::string::npos};
+}
+
+struct WorkerSlot {
+  WorkerOptions opt;
+  std::string host, device;
+  uint32_t job = 0, rank = 0;
+  RingPeers peers;
+  std::atomic<uint32_t> iteration{0};
+  std::atomic<uint64_t> bytes{0};
+  std::atomic<bool> done{false};
+  json report;
+  std::shared_ptr<void> keep;
+  std::thread thread;
+};
+
+}  // namespace
+
+int run_cluster_in_process(const ClusterOptions& opt) {
+  PlannedRun run;
+  try {
+    run = plan_run(opt);
+  } catch (const SetupError& e) {
+    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
+    return 1;
+  }
+  const controller::Deployment& dep = run.dep;
+  const double size_bytes = static_cast<double>(opt.elems) * 4.0;
+  std::fprintf(stderr,
+               "panama-cluster: %s topology, %zu PSwitch(es), %u job(s) x %u workers, %u tree(s) per job, "
+               "%s x %u allreduces, links %.3g Gbit/s%s, all nodes threads of this process (net_ring)\n",
+               opt.topology.c_str(), dep.switches.size(), opt.jobs, opt.workers, opt.trees,
+               human_bytes(size_bytes).c_str(), opt.iterations, opt.link_gbps,
+               (opt.loss + opt.dup + opt.reorder) > 0 ? " (fault injection on)" : "");
+  if (opt.ring_baseline)
+    std::fprintf(stderr, "  baseline: host ring allreduce (no in-network aggregation)\n");
+  for (const auto& t : dep.trees)
+    std::fprintf(stderr, "  job %u tree %u rooted at %s\n", t.job, t.tree, t.root.c_str());
+  std::fprintf(stderr, "  run directory %s\n", run.run_dir.c_str());
+
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  int rc = 0;
+  std::vector<std::unique_ptr<pswitch::SoftwarePswitch>> switches;
+  std::vector<std::unique_ptr<WorkerSlot>> slots;
+  std::vector<std::thread> switch_threads;
+  std::atomic<bool> stop_switches{false};
+  std::unique_ptr<runtime::Runtime> rt;
+  std::string runtime_dir;
+  try {
+    // One EAL for every node; memory for every port's mempool (PSwitch
+    // ports 4095 mbufs, worker ports 2047, 9216-byte frames).
+    size_t switch_ports = 0;
+    for (const auto& s : dep.switches) switch_ports += s.settings.ports.size();
+    const unsigned memory_mb = static_cast<unsigned>(128 + 40 * switch_ports + 24 * dep.workers.size());
+    const std::string prefix = "panama-cluster-" + std::to_string(getpid());
+    runtime_dir = "/var/run/dpdk/" + prefix;
+    auto eal = runtime::DpdkEal::initialize(node_eal_args("", memory_mb, prefix));
+    // Every memif socket pair of the plan becomes a net_ring pair.
+    std::map<std::string, std::pair<std::string, std::string>> links;  // socket -> (server, client) port
+    auto port_of = [&](const std::string& vdev) {
+      const auto [sock, server] = memif_end(vdev);
+      auto it = links.find(sock);
+      if (it == links.end()) {
+        const std::string k = "l" + std::to_string(links.size());
+        it = links.emplace(sock, eal->create_ring_pair(k + "s", k + "c")).first;
+      }
+      return server ? it->second.first : it->second.second;
+    };
+    for (const auto& s : dep.switches) {
+      std::vector<std::string> devices;
+      for (const auto& p : s.settings.ports) devices.push_back(port_of(p.vdev));
+      switches.push_back(std::make_unique<pswitch::SoftwarePswitch>(s.node, eal, devices));
+    }
+    for (auto& sw : switches) {
+      pswitch::SoftwarePswitch* p = sw.get();
+      switch_threads.emplace_back([p, &stop_switches, &opt] { p->run(stop_switches, opt.idle_sleep_us); });
+    }
+    for (const auto& w : dep.workers) {
+      auto slot = std::make_unique<WorkerSlot>();
+      slot->host = w.host;
+      slot->job = w.plan.job_id;
+      slot->rank = w.plan.rank;
+      slot->device = port_of(w.vdev);
+      slot->opt.plan_path = run.run_dir + "/" + w.host + ".plan.json";
+      slot->opt.vdev = w.vdev;
+      slot->opt.seed = opt.seed;
+      slot->opt.elems = opt.elems;
+      slot->opt.iterations = opt.iterations;
+      slot->opt.idle_sleep_us = opt.idle_sleep_us;
+      slot->opt.ring_channels = opt.ring_channels;
+      if (opt.ring_baseline) {
+        const uint32_t n = w.plan.world_size;
+        for (const auto& o : dep.workers) {
+          if (o.plan.job_id != w.plan.job_id) continue;
+          if (o.plan.rank == (w.plan.rank + n - 1) % n) slot->peers.left = o.plan.local_mac;
+          if (o.plan.rank == (w.plan.rank + 1) % n) slot->peers.right = o.plan.local_mac;
+        }
+      }
+      slots.push_back(std::move(slot));
+    }
+    // One runtime (one progress thread) serves every PANAMA worker: with the
+    // PSwitch thread that is two busy threads, one per core of a small machine.
+    if (!opt.ring_baseline) {
+      runtime::RuntimeOptions ro;
+      ro.idle_sleep_us = opt.idle_sleep_us;
+      rt = runtime::Runtime::create(eal, ro);
+    }
+    for (auto& sp : slots) {
+      WorkerSlot* s = sp.get();
+      const bool ring = opt.ring_baseline;
+      s->thread = std::thread([s, ring, eal, &rt] {
+        auto progress = [s](uint32_t it, uint64_t bytes) {
+          s->iteration.store(it);
+          s->bytes.store(bytes);
+        };
+        s->report = ring ? ring_iterations(s->opt, s->peers, eal, s->device, progress, &s->keep)
+                         : worker_iterations(s->opt, rt.get(), s->device, progress);
+        s->done.store(true);
+      });
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
+    rc = 1;
+  }
+
+  // Progress, interruption, stall.
+  bool interrupted = false, stalled = false;
+  if (rc == 0) {
+    const double total = size_bytes * opt.iterations * static_cast<double>(slots.size());
+    const auto start = std::chrono::steady_clock::now();
+    auto last_progress = start;
+    double last_done = -1;
+    for (;;) {
+      bool running = false;
+      double done_bytes = 0;
+      for (const auto& s : slots) {
+        running |= !s->done.load();
+        done_bytes += s->iteration.load() * size_bytes + (s->done.load() ? 0.0 : double(s->bytes.load()));
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (done_bytes != last_done) {
+        last_done = done_bytes;
+        last_progress = now;
+      }
+      if (opt.progress) {
+        std::fprintf(stderr, "\r  progress %5.1f%%  %s of %s  %.1fs   ", 100.0 * done_bytes / total,
+                     human_bytes(done_bytes).c_str(), human_bytes(total).c_str(),
+                     std::chrono::duration<double>(now - start).count());
+      }
+      if (!running) break;
+      if (g_interrupted.load()) {
+        interrupted = true;
+        break;
+      }
+      if (std::chrono::duration<double>(now - last_progress).count() > opt.stall_timeout_s) {
+        stalled = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (opt.progress) std::fprintf(stderr, "\n");
+  }
+  if (interrupted) std::fprintf(stderr, "panama-cluster: interrupted, stopping\n");
+  if (stalled)
+    std::fprintf(stderr, "panama-cluster: no progress for %.0f s, stopping\n", opt.stall_timeout_s);
+  if (!interrupted && !stalled) {
+    for (auto& s : slots) {
+      if (s->thread.joinable()) s->thread.join();
+    }
+  }
+  stop_switches.store(true);
+  for (auto& t : switch_threads) t.join();
+
+  // Summary, in the same form as the multi-process cluster's.
+  json summary = {{"baseline", opt.ring_baseline ? "ring" : "none"},
+                  {"topology", opt.topology},
+                  {"in_process", true},
+                  {"workers_per_job", opt.workers},
+                  {"jobs", opt.jobs},
+                  {"trees", opt.trees},
+                  {"bytes", opt.elems * 4},
+                  {"iterations", opt.iterations},
+                  {"link_gbps", opt.link_gbps},
+                  {"workers", json::array()},
+                  {"pswitches", json::array()}};
+  uint64_t mismatches = 0;
+  uint32_t failed = 0;
+  for (const auto& s : slots) {
+    json r =
+        s->done.load() && !s->report.is_null() ? s->report : json{{"ok", false}, {"error", "did not finish"}};
+    r["host"] = s->host;
+    if (!r.value("ok", false)) {
+      ++failed;
+      if (!interrupted && !stalled)
+        std::fprintf(stderr, "worker %s failed: %s\n", s->host.c_str(), r.value("error", "mismatch").c_str());
+    }
+    mismatches += r.value("mismatches", uint64_t{0});
+    summary["workers"].push_back(r);
+  }
+  std::printf("\n== PANAMA virtual cluster summary (in-process) ==\n");
+  for (uint32_t j = 1; j <= opt.jobs; ++j) {
+    std::vector<double> worst(opt.iterations, 0.0);
+    const json* rank0 = nullptr;
+    uint64_t retrans = 0, timeouts = 0;
+    for (const json& r : summary["workers"]) {
+      if (r.value("job", 0u) != j || !r.contains("seconds")) continue;
+      if (r.value("rank", 1u) == 0) rank0 = &r;
+      retrans += r.value("retransmissions", uint64_t{0});
+      timeouts += r.value("timeouts", uint64_t{0});
+      for (size_t i = 0; i < r["seconds"].size() && i < worst.size(); ++i)
+        worst[i] = std::max(worst[i], r["seconds"][i].get<double>());
+    }
+    double total_s = 0, best = 0;
+    std::printf("job %u:", j);
+    for (double s : worst) {
+      total_s += s;
+      std::printf(" %.3fs", s);
+      if (s > 0) best = std::max(best, size_bytes * 8 / s / 1e9);
+    }
+    const double gbps = total_s > 0 ? size_bytes * opt.iterations * 8 / total_s / 1e9 : 0.0;
+    std::printf(
+        "\n  goodput %.3f Gbit/s mean, %.3f best (%.1f%% of the %.3g Gbit/s link); retransmissions %llu, "
+        "timeouts %llu (all workers)\n",
+        gbps, best, opt.link_gbps > 0 ? 100.0 * gbps / opt.link_gbps : 0.0, opt.link_gbps,
+        static_cast<unsigned long long>(retrans), static_cast<unsigned long long>(timeouts));
+    summary["goodput_gbps"][std::to_string(j)] = gbps;
+    if (rank0) {
+      for (const json& t : (*rank0)["trees"]) {
+        std::printf(
+            "  tree %u: cwnd %.1f (max %.1f, cap %u), alpha %.3f, CE results %llu, retransmissions %llu, "
+            "srtt %.0f us\n",
+            t.value("tree", 0u), t.value("cwnd", 0.0), t.value("max_cwnd", 0.0), t.value("cwnd_cap", 0u),
+            t.value("alpha", 0.0), static_cast<unsigned long long>(t.value("results_ce", uint64_t{0})),
+            static_cast<unsigned long long>(t.value("retransmissions", uint64_t{0})),
+            t.value("srtt_us", 0.0));
+      }
+    }
+  }
+  for (auto& sw : switches) {
+    const json st = sw->counters_json();
+    summary["pswitches"].push_back(st);
+    std::printf("PSwitch %s:\n", st.value("name", "?").c_str());
+    for (const json& p : st["ports"]) {
+      std::printf("  port %-7s rx %9llu tx %9llu  ecn %7llu  qdrop %5llu  maxq %6.0f KiB\n",
+                  p.value("name", "?").c_str(), (unsigned long long)p.value("rx_frames", uint64_t{0}),
+                  (unsigned long long)p.value("tx_frames", uint64_t{0}),
+                  (unsigned long long)p.value("ecn_marked", uint64_t{0}),
+                  (unsigned long long)p.value("queue_tail_drops", uint64_t{0}),
+                  p.value("max_queue_bytes", uint64_t{0}) / 1024.0);
+    }
+  }
+  const bool ok = rc == 0 && !interrupted && !stalled && failed == 0 && mismatches == 0;
+  summary["ok"] = ok;
+  summary["mismatches"] = mismatches;
+  if (ok) {
+    std::printf("RESULT: all %zu x %u allreduces bit-exact against the local reference\n", slots.size(),
+                opt.iterations);
+  } else {
+    std::printf("RESULT: FAILED (%u worker(s) failed, %llu mismatching elements%s)\n", failed,
+                static_cast<unsigned long long>(mismatches),
+                interrupted ? ", interrupted" : (stalled ? ", stalled" : ""));
+  }
+  if (!opt.summary_path.empty()) {
+    std::ofstream f(opt.summary_path);
+    f << summary.dump(2) << "\n";
+  }
+  finish_run_dir(run, !opt.keep && (ok || interrupted), "panama-cluster");
+  // The EAL is not torn down (below), so its runtime directory goes here.
+  std::error_code ec;
+  std::filesystem::remove_all(runtime_dir, ec);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // Worker threads may still run (interrupted, stalled) and the PSwitches
+  // hold mbufs of the workers' pools: exit without tearing DPDK down.
+  std::_Exit(interrupted ? 130 : (ok ? 0 : 1));
+}
+
+}  // namespace panama::cluster
