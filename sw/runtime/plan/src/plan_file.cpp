@@ -106,7 +106,7 @@ CongestionParams parse_congestion(const json& c, const std::string& where) {
   if (!c.is_object()) fail(where, "expected an object");
   reject_unknown(c, where,
                  {"g", "initial_alpha", "initial_cwnd", "ssthresh", "rto_initial_us", "rto_min_us",
-                  "rto_max_us", "rto_backoff", "retry_budget"});
+                  "rto_max_us", "rto_backoff", "retry_budget", "failover_after"});
   CongestionParams p;
   opt_double(c, where, "g", p.g, 0.0, 1.0);
   opt_double(c, where, "initial_alpha", p.initial_alpha, 0.0, 1.0);
@@ -117,18 +117,20 @@ CongestionParams parse_congestion(const json& c, const std::string& where) {
   opt_uint(c, where, "rto_max_us", p.rto_max_us, 1, 60000000);
   opt_double(c, where, "rto_backoff", p.rto_backoff, 1.0, 16.0);
   opt_uint(c, where, "retry_budget", p.retry_budget, 0, 1000000);
+  opt_uint(c, where, "failover_after", p.failover_after, 1, 1000000);
   return p;
 }
 
 TreePlan parse_tree(const json& t, const std::string& where) {
   if (!t.is_object()) fail(where, "expected an object");
-  reject_unknown(t, where, {"tree_id", "child_id", "dst_mac", "dst_ip", "initial_cwnd_cap"});
+  reject_unknown(t, where, {"tree_id", "child_id", "dst_mac", "dst_ip", "initial_cwnd_cap", "backup_for"});
   TreePlan p;
   p.tree_id = static_cast<uint8_t>(get_uint(require(t, where, "tree_id"), join(where, "tree_id"), 0, 255));
   p.child_id = static_cast<uint16_t>(get_uint(require(t, where, "child_id"), join(where, "child_id"), 0, 63));
   p.dst_mac = mac_at(require(t, where, "dst_mac"), join(where, "dst_mac"));
   p.dst_ip = ip_at(require(t, where, "dst_ip"), join(where, "dst_ip"));
   opt_uint(t, where, "initial_cwnd_cap", p.initial_cwnd_cap, 1, 0xFFFF);
+  opt_uint(t, where, "backup_for", p.backup_for, 0, 255);
   return p;
 }
 
@@ -191,11 +193,13 @@ std::string plan_to_json(const Plan& p) {
   j["ttl"] = p.ttl;
   j["trees"] = json::array();
   for (const TreePlan& t : p.trees) {
-    j["trees"].push_back({{"tree_id", t.tree_id},
-                          {"child_id", t.child_id},
-                          {"dst_mac", config::format_mac(t.dst_mac)},
-                          {"dst_ip", config::format_ipv4(t.dst_ip)},
-                          {"initial_cwnd_cap", t.initial_cwnd_cap}});
+    json tj = {{"tree_id", t.tree_id},
+               {"child_id", t.child_id},
+               {"dst_mac", config::format_mac(t.dst_mac)},
+               {"dst_ip", config::format_ipv4(t.dst_ip)},
+               {"initial_cwnd_cap", t.initial_cwnd_cap}};
+    if (t.backup_for >= 0) tj["backup_for"] = t.backup_for;
+    j["trees"].push_back(tj);
   }
   const CongestionParams& c = p.congestion;
   j["congestion"] = {{"g", c.g},
@@ -206,7 +210,8 @@ std::string plan_to_json(const Plan& p) {
                      {"rto_min_us", c.rto_min_us},
                      {"rto_max_us", c.rto_max_us},
                      {"rto_backoff", c.rto_backoff},
-                     {"retry_budget", c.retry_budget}};
+                     {"retry_budget", c.retry_budget},
+                     {"failover_after", c.failover_after}};
   return j.dump(2) + "\n";
 }
 
