@@ -235,3 +235,42 @@ TEST_CASE("engine capacities come from the cluster description, per PSwitch or f
   all["table_entries"] = 300;
   CHECK_THROWS_WITH(run(all, one_job(4, 1)), Contains("cluster.table_entries: 300 is outside [1, 256]"));
 }
+
+TEST_CASE("backup trees: each tree has a standby on another spine, in the engines and the plans") {
+  json jobs = one_job(4, 2);
+  jobs["jobs"][0]["backup_trees"] = true;
+  const Deployment d = run(two_tier_cluster(4, 2, 2, 10.0), jobs);
+  REQUIRE(d.trees.size() == 4);
+  // Tree t on spine t mod 2; its standby (tree 2 + t) on the other spine.
+  CHECK(d.trees[0].root == "spine0");
+  CHECK(d.trees[1].root == "spine1");
+  CHECK(d.trees[2].root == "spine1");
+  CHECK(d.trees[3].root == "spine0");
+  CHECK(d.trees[0].backup_for == -1);
+  CHECK(d.trees[2].backup_for == 0);
+  CHECK(d.trees[3].backup_for == 1);
+  const auto& leaf0 = sw(d, "leaf0");
+  REQUIRE(leaf0.node.entries.size() == 4);  // the standby trees hold entries (and shares) too
+  CHECK(leaf0.node.entries[2].tree == 2);
+  CHECK(leaf0.node.entries[2].slot_count == 128);                                   // 512 / 4
+  CHECK(leaf0.node.entries[2].eth_dst == sw(d, "spine1").node.entries[0].eth_src);  // up to spine1
+  CHECK(sw(d, "spine0").node.entries.size() == 2);                                  // trees 0 and 3
+  CHECK(leaf0.settings.trees[2].parent == static_cast<int>(3));                     // port of spine1
+  const auto& p = worker(d, "w1").plan;
+  REQUIRE(p.trees.size() == 4);
+  CHECK(p.trees[0].backup_for == -1);
+  CHECK(p.trees[2].backup_for == 0);
+  CHECK(p.trees[3].backup_for == 1);
+  CHECK(p.trees[3].child_id == p.trees[1].child_id);
+  CHECK_NOTHROW(runtime::validate_plan(p));
+  CHECK(runtime::parse_plan(runtime::plan_to_json(p)) == p);
+}
+
+TEST_CASE("backup trees need two candidate roots") {
+  json jobs = one_job(4, 2);
+  jobs["jobs"][0]["backup_trees"] = true;
+  CHECK_THROWS_WITH(run(single_switch_cluster(4, 10.0), jobs), Contains("two candidate roots"));
+  CHECK_THROWS_WITH(run(two_tier_cluster(4, 2, 1, 10.0), jobs), Contains("two candidate roots"));
+  jobs["jobs"][0]["trees"] = 128;
+  CHECK_THROWS_WITH(run(two_tier_cluster(4, 2, 2, 10.0), jobs), Contains("at most 127"));
+}

@@ -674,7 +674,8 @@ TEST_CASE("core: a tree without a backup that dies fails the job after the retry
   CHECK_THAT(c.workers[0]->failure(), Catch::Contains("tree 10"));
 }
 
-TEST_CASE("core: tree failover: a dead tree's chunks finish on its backup, bit-exact, agreed by every worker") {
+TEST_CASE(
+    "core: tree failover: a dead tree's chunks finish on its backup, bit-exact, agreed by every worker") {
   const uint64_t base_seed = seed_from_env();
   std::cout << "test_runtime_core: tree failover, seed " << base_seed << " (PANAMA_TEST_SEED to reproduce)\n";
   std::mt19937_64 meta(base_seed ^ 0xFA11);
@@ -704,8 +705,8 @@ TEST_CASE("core: tree failover: a dead tree's chunks finish on its backup, bit-e
     s.kill_tree = static_cast<int>(g() % s.trees);
     s.kill_step = 1 + g() % 80;
     s.failover_after = faulty ? 14 : 4;  // a live tree must not look dead under loss
-    INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q " << s.q
-                << " kill tree " << s.kill_tree << " at step " << s.kill_step);
+    INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q "
+                << s.q << " kill tree " << s.kill_tree << " at step " << s.kill_step);
     run_scenario(seed, s);
   }
   // The hard case happened: workers re-sent contributions whose result they

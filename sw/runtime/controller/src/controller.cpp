@@ -231,13 +231,15 @@ JobsDesc parse_jobs(const json& j) {
     const json& o = j["jobs"][i];
     const std::string where = w + ".jobs[" + std::to_string(i) + "]";
     if (!o.is_object()) fail(where + ": expected an object");
-    reject_unknown(o, where, {"id", "workers", "trees", "weight", "dscp"});
+    reject_unknown(o, where, {"id", "workers", "trees", "weight", "dscp", "backup_trees"});
     JobDesc job;
     if (!o.contains("id")) fail(where + ".id: missing");
     job.id = static_cast<uint16_t>(get_uint(o, "id", 0, 0, 0xFFFF, where));
     job.trees = static_cast<uint32_t>(get_uint(o, "trees", 1, 1, 255, where));
     job.dscp = static_cast<uint8_t>(get_uint(o, "dscp", 0, 0, 63, where));
     job.weight = get<double>(o, "weight", 1.0, where);
+    job.backup_trees = get<bool>(o, "backup_trees", false, where);
+    if (job.backup_trees && job.trees > 127) fail(where + ".trees: at most 127 with backup_trees");
     if (!(job.weight > 0.0)) fail(where + ".weight: must be > 0");
     if (!o.contains("workers") || !o["workers"].is_array() || o["workers"].empty()) {
       fail(where + ".workers: missing or empty (host names in rank order)");
@@ -424,11 +426,21 @@ class Planner {
         if (leaves.size() > config::kMaxFanIn)
           fail(where + ": more than 64 leaves (fan-in limit at the root)");
       }
-      for (uint32_t t = 0; t < job.trees; ++t) {
-        const size_t root = roots[t % roots.size()];
+      // With backup trees, tree trees+t stands by for tree t on the next
+      // candidate root, so that one dead root never takes both.
+      if (job.backup_trees && roots.size() < 2) {
+        fail(where + ": backup_trees needs two candidate roots (spines linked to all of its leaves); " +
+             "a standby tree on the same PSwitch would die with it");
+      }
+      const uint32_t all_trees = job.backup_trees ? 2 * job.trees : job.trees;
+      for (uint32_t t = 0; t < all_trees; ++t) {
+        const bool backup = t >= job.trees;
+        const uint32_t primary = backup ? t - job.trees : t;
+        const size_t root = roots[(primary + (backup ? 1 : 0)) % roots.size()];
         const uint8_t tree = static_cast<uint8_t>(t);
         const uint32_t group = multicast_ip(job.id, tree);
-        d.trees.push_back(TreeInfo{job.id, tree, c.switches[root].name, group});
+        d.trees.push_back(
+            TreeInfo{job.id, tree, c.switches[root].name, group, backup ? static_cast<int>(primary) : -1});
         if (root == leaves[0] && leaves.size() == 1) {
           entries.push_back(PendingEntry{
               root, job.id, tree, true, job.weight, job.dscp, leaf_workers[root], "", 0, group, {}});
@@ -614,9 +626,10 @@ class Planner {
       p.elems_per_packet = jd.elems_per_packet;
       p.dscp = job.dscp;
       p.congestion = jd.congestion;
-      for (uint32_t t = 0; t < job.trees; ++t) {
+      for (uint32_t t = 0; t < (job.backup_trees ? 2 * job.trees : job.trees); ++t) {
         runtime::TreePlan tp;
         tp.tree_id = static_cast<uint8_t>(t);
+        if (t >= job.trees) tp.backup_for = static_cast<int16_t>(t - job.trees);
         tp.child_id = ws.child_id;
         tp.dst_mac = c.switches[leaf].mac;
         tp.dst_ip = c.switches[leaf].ip;
@@ -682,10 +695,12 @@ void write_deployment(const Deployment& d, const std::string& dir) {
                                    {"vdev", w.vdev}});
   }
   for (const TreeInfo& t : d.trees) {
-    manifest["trees"].push_back({{"job", t.job},
-                                 {"tree", t.tree},
-                                 {"root", t.root},
-                                 {"multicast_ip", config::format_ipv4(t.multicast_ip)}});
+    json tj = {{"job", t.job},
+               {"tree", t.tree},
+               {"root", t.root},
+               {"multicast_ip", config::format_ipv4(t.multicast_ip)}};
+    if (t.backup_for >= 0) tj["backup_for"] = t.backup_for;
+    manifest["trees"].push_back(tj);
   }
   write("deployment.json", manifest.dump(2));
 }

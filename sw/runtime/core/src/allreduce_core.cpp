@@ -18,7 +18,7 @@ struct AllreduceCore::Op {
   size_t chunks = 0;
   size_t remaining = 0;
   OpStatus status = OpStatus::kPending;
-  bool released = false;  // forget it as soon as it finishes
+  bool released = false;   // forget it as soon as it finishes
   bool agreement = false;  // a failover agreement vector (internal, not in ops_)
   std::string error;
 };
@@ -58,9 +58,9 @@ struct AllreduceCore::Tree {
   size_t index;
   TreeCongestion cc;
   State state = State::kActive;
-  int backup = -1;        // index of this primary's backup tree
-  int primary = -1;       // for a backup: index of the primary it stands by for
-  int redirect = -1;      // a failed-over primary: index of the tree its chunks now go to
+  int backup = -1;         // index of this primary's backup tree
+  int primary = -1;        // for a backup: index of the primary it stands by for
+  int redirect = -1;       // a failed-over primary: index of the tree its chunks now go to
   size_t primary_pos = 0;  // position among the primaries (chunk k -> primary k mod T)
   // Failover bookkeeping (see begin_failover / complete_failover).
   std::unique_ptr<Op> agreement;  // on a backup: the agreement vector in flight
@@ -623,7 +623,8 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
                  ": cannot fail over: the contribution of sequence " + std::to_string(s) + " was not kept");
         return;
       }
-      auto copy = std::make_shared<std::vector<float>>(&t.kept_data[j * e], &t.kept_data[j * e] + t.kept_n[j]);
+      auto copy =
+          std::make_shared<std::vector<float>>(&t.kept_data[j * e], &t.kept_data[j * e] + t.kept_n[j]);
       append(Tree::Segment{nullptr, 0, 1, 0, 0, std::move(copy)}, 0);
       ++t.st.replayed_kept;
     } else {
@@ -672,10 +673,10 @@ CommStats AllreduceCore::stats() const {
     ts.srtt_us = t->have_rtt ? t->srtt_ns / 1000.0 : 0.0;
     ts.rto_us = static_cast<double>(t->rto_ns) / 1000.0;
     ts.backup_for = t->plan.backup_for;
-    ts.state = t->agreement                              ? "agreeing"
-               : t->state == Tree::State::kDead          ? "dead"
+    ts.state = t->agreement                        ? "agreeing"
+               : t->state == Tree::State::kDead    ? "dead"
                : t->state == Tree::State::kStandby ? "standby"
-                                                         : "active";
+                                                   : "active";
     ts.dead_at_ns = t->dead_at_ns;
     ts.agreed_at_ns = t->agreed_at_ns;
     ts.last_result_ns = t->last_result_ns;

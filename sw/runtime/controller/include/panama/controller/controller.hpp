@@ -75,6 +75,10 @@ struct JobDesc {
   uint32_t trees = 1;
   double weight = 1.0;
   uint8_t dscp = 0;
+  // One standby tree per tree (ids trees..2·trees-1, tree trees+t stands by for
+  // t), rooted at another candidate root: the workers fail over to it when t
+  // stops answering (docs/protocol.md, "Tree failover").
+  bool backup_trees = false;
 };
 
 struct JobsDesc {
@@ -106,6 +110,7 @@ struct TreeInfo {
   uint8_t tree;
   std::string root;
   uint32_t multicast_ip;  // the group the results are sent to
+  int backup_for = -1;    // a standby tree: the tree it stands by for
 };
 
 struct Deployment {

@@ -87,7 +87,7 @@ struct TreeStats {
   uint64_t cwnd_reductions = 0;
   double cwnd = 0;
   double alpha = 0;
-  uint16_t cwnd_cap = 0;   // latest cap (initial_cwnd_cap before any result)
+  uint16_t cwnd_cap = 0;    // latest cap (initial_cwnd_cap before any result)
   int16_t backup_for = -1;  // the plan's: the primary tree id this tree stands by for
   // Failover: "active", "standby" (a backup not in use), "dead" (stopped
   // using it; its later results are ignored) or "agreeing" (a backup carrying
