@@ -300,7 +300,12 @@ void run_scenario(uint64_t seed, const Scenario& s) {
   };
   uint64_t steps = 0;
   while (!all_done()) {
-    if (!killed && steps >= s.kill_step) {
+    bool answered = true;  // a tree dies only after it answered every worker once
+    if (s.kill_tree >= 0) {
+      for (uint32_t w = 0; w < s.world; ++w)
+        answered &= !c.delivered[w][static_cast<size_t>(s.kill_tree)].empty();
+    }
+    if (!killed && steps >= s.kill_step && answered) {
       c.kill(static_cast<uint32_t>(s.kill_tree));
       killed = true;
     }
@@ -712,4 +717,26 @@ TEST_CASE(
   // The hard case happened: workers re-sent contributions whose result they
   // already had, because others had not received it when the tree died.
   CHECK(g_replayed_kept > 0);
+}
+
+TEST_CASE("core: a tree that never answered is not failed over (a late worker looks the same)") {
+  const uint64_t seed = seed_from_env();
+  g_backups = true;
+  Cluster c(seed, 2, 2, 8, 8, 4, Faults{});
+  g_backups = false;
+  for (uint32_t r = 0; r < 2; ++r) {
+    Plan p = make_plan(r, 2, 2, 8, 4, true);
+    p.congestion.retry_budget = 10;
+    p.congestion.failover_after = 2;
+    c.workers[r] = std::make_unique<AllreduceCore>(p);
+  }
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(8 * 20, 1.0f));
+  c.kill(0);  // before anything was sent
+  for (uint32_t w = 0; w < 2; ++w) c.workers[w]->start(bufs[w].data(), bufs[w].size(), 0);
+  for (int i = 0; i < 100000 && !(c.workers[0]->failed() && c.workers[1]->failed()); ++i) c.step();
+  for (auto& w : c.workers) {
+    REQUIRE(w->failed());
+    CHECK_THAT(w->failure(), Catch::Contains("tree 10") && Catch::Contains("retry_budget"));
+    CHECK(w->stats().failovers == 0);
+  }
 }

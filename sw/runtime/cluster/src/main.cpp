@@ -87,6 +87,14 @@ int main(int argc, char** argv) {
                  "ring: run a host ring allreduce over the same links instead (for comparison)")
       ->check(CLI::IsMember({"none", "ring"}))
       ->capture_default_str();
+  app.add_option("--fail-switch", o.fail_switch,
+                 "stop this PSwitch mid-run (failure injection; see --fail-signal, --fail-at)");
+  app.add_option("--fail-signal", o.fail_signal, "STOP (freeze the process) or KILL")
+      ->check(CLI::IsMember({"STOP", "KILL"}))
+      ->capture_default_str();
+  app.add_option("--fail-at", o.fail_at, "fraction of the run's bytes done when --fail-switch is stopped")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   o.ring_baseline = baseline == "ring";

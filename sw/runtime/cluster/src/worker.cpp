@@ -27,7 +27,16 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
           {"cwnd_cap", t.cwnd_cap},
           {"cwnd_reductions", t.cwnd_reductions},
           {"srtt_us", t.srtt_us},
-          {"bytes_completed", t.bytes_completed}};
+          {"bytes_completed", t.bytes_completed},
+          {"state", t.state},
+          {"backup_for", t.backup_for},
+          {"results_ignored", t.results_ignored},
+          {"dead_at_ns", t.dead_at_ns},
+          {"agreed_at_ns", t.agreed_at_ns},
+          {"last_result_ns", t.last_result_ns},
+          {"restart_seq", t.restart_seq},
+          {"replayed_kept", t.replayed_kept},
+          {"replayed_unanswered", t.replayed_unanswered}};
 }
 
 }  // namespace
@@ -87,6 +96,7 @@ int run_worker(const WorkerOptions& opt) {
     report["retransmissions"] = s.retransmissions;
     report["timeouts"] = s.timeouts;
     report["results_ce"] = s.results_ce;
+    report["failovers"] = s.failovers;
     report["trees"] = nlohmann::json::array();
     for (size_t t = 0; t < s.trees.size(); ++t) {
       nlohmann::json tj = tree_stats_json(s.trees[t]);

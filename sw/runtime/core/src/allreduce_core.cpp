@@ -307,7 +307,9 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
     Outstanding& o = t.at(s);
     if (o.acked) continue;
     if (o.deadline_ns <= now_ns) {
-      if (t.backup >= 0 && o.retries >= c.failover_after) {
+      // Only a tree that has answered this worker before can die: before its
+      // first result, silence means a worker that has not started yet.
+      if (t.backup >= 0 && t.last_result_ns > 0 && o.retries >= c.failover_after) {
         begin_failover(t, now_ns);
         return !failed();
       }
@@ -443,7 +445,7 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   }
   o.acked = true;
   o.resend = false;
-  t.last_result_ns = now_ns;
+  t.last_result_ns = std::max<uint64_t>(now_ns, 1);
   if (o.op) {  // a replayed contribution's result is already in this worker's buffer
     if (t.backup >= 0) keep_contribution(t, seq, o.op->data + first, static_cast<uint32_t>(n));
     std::memcpy(o.op->data + first, payload, 4 * n);

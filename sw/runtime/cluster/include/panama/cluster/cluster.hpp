@@ -39,6 +39,15 @@ struct ClusterOptions {
   std::string summary_path;       // also write the summary as JSON here
   bool progress = true;
   bool ring_baseline = false;  // host ring allreduce instead of in-network aggregation
+  // Tree failover (docs/cluster.md, "Tree failover"): a standby tree per tree,
+  // and the workers' failover threshold (0: the runtime's default).
+  bool backup_trees = false;
+  uint32_t failover_after = 0;
+  // Failure injection: this PSwitch gets `fail_signal` ("STOP" or "KILL") once
+  // `fail_at` of all the run's bytes are done.
+  std::string fail_switch;
+  std::string fail_signal = "STOP";
+  double fail_at = 0.3;
 };
 
 // Runs the whole virtual cluster; returns the exit code (0: every result
