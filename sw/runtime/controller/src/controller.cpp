@@ -300,7 +300,8 @@ class Planner {
     size_t host;
     size_t job_index;
     uint32_t rank;
-    uint16_t child_id;
+    std::vector<uint16_t> child_id;  // per tree of the job
+    std::vector<size_t> leaf;        // per tree: the PSwitch the worker sends it to
   };
 
   // Every host and PSwitch by name; names are unique across both.
@@ -323,6 +324,7 @@ class Planner {
     sw_ports.assign(c.switches.size(), {});
     sw_rates.assign(c.switches.size(), {});
     host_leaf.assign(c.hosts.size(), -1);
+    host_uplinks.assign(c.hosts.size(), {});
     std::set<std::pair<std::string, std::string>> seen;
     for (size_t i = 0; i < c.links.size(); ++i) {
       const LinkDesc& l = c.links[i];
@@ -337,9 +339,13 @@ class Planner {
       }
       for (auto [self, other] : {std::pair{ia, ib}, std::pair{ib, ia}}) {
         if (self->second.kind == NodeKind::kHost) {
-          if (host_leaf[self->second.index] >= 0)
-            fail(where + ": host '" + self->first + "' has a second link");
-          host_leaf[self->second.index] = static_cast<int>(other->second.index);
+          // Dual homing: a host may have two uplinks, to two PSwitches.
+          std::vector<size_t>& up = host_uplinks[self->second.index];
+          if (up.size() == 2)
+            fail(where + ": host '" + self->first + "' has a third link (at most two uplinks)");
+          up.push_back(other->second.index);
+          if (host_leaf[self->second.index] < 0)
+            host_leaf[self->second.index] = static_cast<int>(other->second.index);
         } else {
           sw_ports[self->second.index].push_back(other->first);
           sw_rates[self->second.index].push_back(l.rate_gbps);
@@ -350,7 +356,9 @@ class Planner {
       if (host_leaf[h] < 0) fail("cluster: host '" + c.hosts[h].name + "' has no link to a PSwitch");
     }
     is_leaf.assign(c.switches.size(), false);
-    for (int leaf : host_leaf) is_leaf[leaf] = true;
+    for (const auto& up : host_uplinks) {
+      for (size_t leaf : up) is_leaf[leaf] = true;
+    }
     for (size_t s = 0; s < c.switches.size(); ++s) {
       if (sw_ports[s].empty()) fail("cluster: PSwitch '" + c.switches[s].name + "' has no links");
       if (sw_ports[s].size() > 64)
@@ -387,9 +395,8 @@ class Planner {
       const std::string where = "job " + std::to_string(job.id);
       if (!job_ids.insert(job.id).second) fail("jobs: job id " + std::to_string(job.id) + " is used twice");
       if (job.trees < 1 || job.trees > 255) fail(where + ": trees must be 1..255");
-      // Leaves in order of first appearance; each leaf's workers in rank order.
-      std::vector<size_t> leaves;
-      std::map<size_t, std::vector<std::string>> leaf_workers;
+      const size_t job_tree_base = d.trees.size();
+      std::vector<size_t> hosts;
       for (uint32_t r = 0; r < job.workers.size(); ++r) {
         const std::string& wname = job.workers[r];
         auto it = nodes.find(wname);
@@ -400,44 +407,58 @@ class Planner {
           fail(where + ": host '" + wname + "' already runs a worker (of job " +
                std::to_string(host_job[wname]) + "); one worker per host");
         }
-        const size_t leaf = static_cast<size_t>(host_leaf[it->second.index]);
-        if (!leaf_workers.count(leaf)) leaves.push_back(leaf);
-        leaf_workers[leaf].push_back(wname);
-        if (leaf_workers[leaf].size() > config::kMaxFanIn) {
-          fail(where + ": more than 64 workers under PSwitch '" + c.switches[leaf].name + "' (fan-in limit)");
-        }
-        worker_slots.push_back(
-            WorkerSlot{it->second.index, ji, r, static_cast<uint16_t>(leaf_workers[leaf].size() - 1)});
+        hosts.push_back(it->second.index);
+        worker_slots.push_back(WorkerSlot{it->second.index, ji, r, {}, {}});
       }
-      std::vector<size_t> roots;
-      if (leaves.size() == 1) {
-        roots.push_back(leaves[0]);
-      } else {
-        for (size_t s = 0; s < c.switches.size(); ++s) {
-          if (is_leaf[s]) continue;
-          bool all = true;
-          for (size_t l : leaves) all = all && linked(s, c.switches[l].name);
-          if (all) roots.push_back(s);
-        }
-        if (roots.empty()) {
-          fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
-               " leaves and no spine PSwitch is linked to all of them");
-        }
-        if (leaves.size() > config::kMaxFanIn)
-          fail(where + ": more than 64 leaves (fan-in limit at the root)");
-      }
-      // With backup trees, tree trees+t stands by for tree t on the next
-      // candidate root, so that one dead root never takes both.
-      if (job.backup_trees && roots.size() < 2) {
-        fail(where + ": backup_trees needs two candidate roots (spines linked to all of its leaves); " +
-             "a standby tree on the same PSwitch would die with it");
-      }
+      WorkerSlot* slots = &worker_slots[worker_slots.size() - hosts.size()];
       const uint32_t all_trees = job.backup_trees ? 2 * job.trees : job.trees;
       for (uint32_t t = 0; t < all_trees; ++t) {
         const bool backup = t >= job.trees;
         const uint32_t primary = backup ? t - job.trees : t;
-        const size_t root = roots[(primary + (backup ? 1 : 0)) % roots.size()];
         const uint8_t tree = static_cast<uint8_t>(t);
+        // A dual-homed worker's trees alternate between its uplinks, and a
+        // standby uses the other uplink than its primary.
+        const uint32_t turn = primary + (backup ? 1 : 0);
+        // The tree's leaves in order of first appearance; each leaf's workers in rank order.
+        std::vector<size_t> leaves;
+        std::map<size_t, std::vector<std::string>> leaf_workers;
+        for (size_t r = 0; r < hosts.size(); ++r) {
+          const std::vector<size_t>& up = host_uplinks[hosts[r]];
+          const size_t leaf = up[turn % up.size()];
+          if (!leaf_workers.count(leaf)) leaves.push_back(leaf);
+          leaf_workers[leaf].push_back(job.workers[r]);
+          if (leaf_workers[leaf].size() > config::kMaxFanIn) {
+            fail(where + ": more than 64 workers under PSwitch '" + c.switches[leaf].name +
+                 "' (fan-in limit)");
+          }
+          slots[r].leaf.push_back(leaf);
+          slots[r].child_id.push_back(static_cast<uint16_t>(leaf_workers[leaf].size() - 1));
+        }
+        std::vector<size_t> roots;
+        if (leaves.size() == 1) {
+          roots.push_back(leaves[0]);
+        } else {
+          for (size_t sw = 0; sw < c.switches.size(); ++sw) {
+            if (is_leaf[sw]) continue;
+            bool all = true;
+            for (size_t l : leaves) all = all && linked(sw, c.switches[l].name);
+            if (all) roots.push_back(sw);
+          }
+          if (roots.empty()) {
+            fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
+                 " leaves and no spine PSwitch is linked to all of them");
+          }
+          if (leaves.size() > config::kMaxFanIn)
+            fail(where + ": more than 64 leaves (fan-in limit at the root)");
+        }
+        // With backup trees, tree trees+t stands by for tree t on the next
+        // candidate root (or, dual-homed, on the other leaves), so that one
+        // dead root never takes both.
+        const size_t root = roots[turn % roots.size()];
+        if (backup && c.switches[root].name == d.trees[job_tree_base + primary].root) {
+          fail(where + ": backup_trees needs two candidate roots (spines linked to all of its leaves, or " +
+               "dual-homed workers); a standby tree on the same PSwitch would die with it");
+        }
         const uint32_t group = multicast_ip(job.id, tree);
         d.trees.push_back(
             TreeInfo{job.id, tree, c.switches[root].name, group, backup ? static_cast<int>(primary) : -1});
@@ -564,7 +585,7 @@ class Planner {
         ps.mac_table.push_back(pswitch::MacRoute{mac, static_cast<uint32_t>(p)});
         if (o.kind == NodeKind::kSwitch && !is_leaf[s]) {
           for (size_t h = 0; h < c.hosts.size(); ++h) {
-            if (static_cast<size_t>(host_leaf[h]) == o.index) {
+            if (host_uplinks[h][0] == o.index) {
               ps.mac_table.push_back(pswitch::MacRoute{c.hosts[h].mac, static_cast<uint32_t>(p)});
             }
           }
@@ -612,7 +633,6 @@ class Planner {
     for (const WorkerSlot& ws : worker_slots) {
       const JobDesc& job = jd.jobs[ws.job_index];
       const HostDesc& hd = c.hosts[ws.host];
-      const size_t leaf = static_cast<size_t>(host_leaf[ws.host]);
       WorkerOutput wo;
       wo.host = hd.name;
       runtime::Plan& p = wo.plan;
@@ -630,7 +650,11 @@ class Planner {
         runtime::TreePlan tp;
         tp.tree_id = static_cast<uint8_t>(t);
         if (t >= job.trees) tp.backup_for = static_cast<int16_t>(t - job.trees);
-        tp.child_id = ws.child_id;
+        const size_t leaf = ws.leaf[t];
+        tp.child_id = ws.child_id[t];
+        tp.uplink =
+            static_cast<uint8_t>(std::find(host_uplinks[ws.host].begin(), host_uplinks[ws.host].end(), leaf) -
+                                 host_uplinks[ws.host].begin());
         tp.dst_mac = c.switches[leaf].mac;
         tp.dst_ip = c.switches[leaf].ip;
         const uint32_t cap = std::min(entry_share(leaf, job.id, tp.tree_id),
@@ -638,8 +662,12 @@ class Planner {
         tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
         p.trees.push_back(tp);
       }
-      wo.vdev = "net_memif0,role=client,socket=" + c.run_dir + "/" + c.switches[leaf].name + "-" + hd.name +
-                ".sock" + kMemifArgs;
+      for (size_t u = 0; u < host_uplinks[ws.host].size(); ++u) {
+        wo.vdevs.push_back("net_memif" + std::to_string(u) + ",role=client,socket=" + c.run_dir + "/" +
+                           c.switches[host_uplinks[ws.host][u]].name + "-" + hd.name + ".sock" + kMemifArgs);
+      }
+      wo.vdev = wo.vdevs[0];
+      if (wo.vdevs.size() > 1) p.devices = {"net_memif0", "net_memif1"};  // device stays devices[0]
       try {
         runtime::validate_plan(p);
       } catch (const runtime::PlanError& e) {
@@ -654,8 +682,9 @@ class Planner {
   std::map<std::string, Node> nodes;
   std::vector<std::vector<std::string>> sw_ports;  // per PSwitch: neighbour names, port order
   std::vector<std::vector<double>> sw_rates;
-  std::vector<int> host_leaf;  // per host: its PSwitch
-  std::vector<bool> is_leaf;   // per PSwitch
+  std::vector<int> host_leaf;                     // per host: its (first) PSwitch
+  std::vector<std::vector<size_t>> host_uplinks;  // per host: its one or two PSwitches, link order
+  std::vector<bool> is_leaf;                      // per PSwitch
   std::vector<PendingEntry> entries;
   std::vector<WorkerSlot> worker_slots;
   Deployment d;
@@ -693,6 +722,7 @@ void write_deployment(const Deployment& d, const std::string& dir) {
                                    {"rank", w.plan.rank},
                                    {"plan", w.host + ".plan.json"},
                                    {"vdev", w.vdev}});
+    if (w.vdevs.size() > 1) manifest["workers"].back()["vdevs"] = w.vdevs;
   }
   for (const TreeInfo& t : d.trees) {
     json tj = {{"job", t.job},
@@ -715,14 +745,22 @@ json single_switch_cluster(uint32_t workers, double rate_gbps) {
   return j;
 }
 
-json two_tier_cluster(uint32_t workers, uint32_t leaves, uint32_t spines, double rate_gbps) {
+json two_tier_cluster(uint32_t workers, uint32_t leaves, uint32_t spines, double rate_gbps, bool dual_homed) {
   json j = {{"hosts", json::array()}, {"pswitches", json::array()}, {"links", json::array()}};
   for (uint32_t l = 0; l < leaves; ++l) j["pswitches"].push_back("leaf" + std::to_string(l));
   for (uint32_t s = 0; s < spines; ++s) j["pswitches"].push_back("spine" + std::to_string(s));
   for (uint32_t i = 0; i < workers; ++i) {
     const std::string n = "w" + std::to_string(i);
     j["hosts"].push_back(n);
-    j["links"].push_back({{"a", n}, {"b", "leaf" + std::to_string(i % leaves)}, {"rate_gbps", rate_gbps}});
+    if (dual_homed) {
+      // Two planes, as with dual-ToR: uplink 0 to leaves [0, L/2), uplink 1 to [L/2, L).
+      const uint32_t half = std::max(1u, leaves / 2);
+      j["links"].push_back({{"a", n}, {"b", "leaf" + std::to_string(i % half)}, {"rate_gbps", rate_gbps}});
+      j["links"].push_back(
+          {{"a", n}, {"b", "leaf" + std::to_string(half + i % half)}, {"rate_gbps", rate_gbps}});
+    } else {
+      j["links"].push_back({{"a", n}, {"b", "leaf" + std::to_string(i % leaves)}, {"rate_gbps", rate_gbps}});
+    }
   }
   for (uint32_t l = 0; l < leaves; ++l) {
     for (uint32_t s = 0; s < spines; ++s) {

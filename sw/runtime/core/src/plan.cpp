@@ -3,6 +3,7 @@
 // I/O and links no JSON library.
 #include "panama/runtime/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -36,7 +37,14 @@ void validate_plan(const Plan& p) {
       fail(w + ".tree_id", "duplicate tree id " + std::to_string(p.trees[i].tree_id));
     if (p.trees[i].child_id > 63) fail(w + ".child_id", "out of range [0, 63]");
     if (p.trees[i].initial_cwnd_cap < 1) fail(w + ".initial_cwnd_cap", "must be at least 1");
+    if (p.trees[i].uplink >= std::max<size_t>(1, p.devices.size())) {
+      fail(w + ".uplink", "no such uplink (the plan has " +
+                              std::to_string(std::max<size_t>(1, p.devices.size())) + ", see devices)");
+    }
   }
+  if (p.devices.size() == 1 || p.devices.size() > 2) fail("devices", "two uplinks, or none (use device)");
+  if (!p.devices.empty() && !p.device.empty() && p.device != p.devices[0])
+    fail("device", "must be devices[0] when devices is given");
   // Backups: each stands by for one primary of this plan, a primary has at most one.
   std::set<int> primaries, backed_up;
   for (const TreePlan& t : p.trees) {
@@ -71,13 +79,14 @@ bool operator==(const CongestionParams& a, const CongestionParams& b) {
 }
 bool operator==(const TreePlan& a, const TreePlan& b) {
   return a.tree_id == b.tree_id && a.child_id == b.child_id && a.dst_mac == b.dst_mac &&
-         a.dst_ip == b.dst_ip && a.initial_cwnd_cap == b.initial_cwnd_cap && a.backup_for == b.backup_for;
+         a.dst_ip == b.dst_ip && a.initial_cwnd_cap == b.initial_cwnd_cap && a.backup_for == b.backup_for &&
+         a.uplink == b.uplink;
 }
 bool operator==(const Plan& a, const Plan& b) {
   return a.job_id == b.job_id && a.rank == b.rank && a.world_size == b.world_size &&
-         a.udp_port == b.udp_port && a.device == b.device && a.local_mac == b.local_mac &&
-         a.local_ip == b.local_ip && a.elems_per_packet == b.elems_per_packet && a.dscp == b.dscp &&
-         a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion;
+         a.udp_port == b.udp_port && a.device == b.device && a.devices == b.devices &&
+         a.local_mac == b.local_mac && a.local_ip == b.local_ip && a.elems_per_packet == b.elems_per_packet &&
+         a.dscp == b.dscp && a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion;
 }
 
 }  // namespace panama::runtime

@@ -123,7 +123,8 @@ CongestionParams parse_congestion(const json& c, const std::string& where) {
 
 TreePlan parse_tree(const json& t, const std::string& where) {
   if (!t.is_object()) fail(where, "expected an object");
-  reject_unknown(t, where, {"tree_id", "child_id", "dst_mac", "dst_ip", "initial_cwnd_cap", "backup_for"});
+  reject_unknown(t, where,
+                 {"tree_id", "child_id", "dst_mac", "dst_ip", "initial_cwnd_cap", "backup_for", "uplink"});
   TreePlan p;
   p.tree_id = static_cast<uint8_t>(get_uint(require(t, where, "tree_id"), join(where, "tree_id"), 0, 255));
   p.child_id = static_cast<uint16_t>(get_uint(require(t, where, "child_id"), join(where, "child_id"), 0, 63));
@@ -131,6 +132,7 @@ TreePlan parse_tree(const json& t, const std::string& where) {
   p.dst_ip = ip_at(require(t, where, "dst_ip"), join(where, "dst_ip"));
   opt_uint(t, where, "initial_cwnd_cap", p.initial_cwnd_cap, 1, 0xFFFF);
   opt_uint(t, where, "backup_for", p.backup_for, 0, 255);
+  opt_uint(t, where, "uplink", p.uplink, 0, 1);
   return p;
 }
 
@@ -145,7 +147,7 @@ Plan parse_plan(const std::string& text) {
   }
   if (!j.is_object()) fail("", "plan must be a JSON object");
   reject_unknown(j, "",
-                 {"job_id", "rank", "world_size", "udp_port", "device", "local_mac", "local_ip",
+                 {"job_id", "rank", "world_size", "udp_port", "device", "devices", "local_mac", "local_ip",
                   "elems_per_packet", "dscp", "ttl", "trees", "congestion"});
   Plan p;
   p.job_id = static_cast<uint16_t>(get_uint(require(j, "", "job_id"), "job_id", 0, 0xFFFF));
@@ -153,6 +155,11 @@ Plan parse_plan(const std::string& text) {
   p.world_size = static_cast<uint32_t>(get_uint(require(j, "", "world_size"), "world_size", 1, 0xFFFFFFFF));
   opt_uint(j, "", "udp_port", p.udp_port, 1, 0xFFFF);
   if (const json* v = find(j, "device")) p.device = get_string(*v, "device");
+  if (const json* v = find(j, "devices")) {
+    if (!v->is_array()) fail("devices", "expected an array of DPDK port names");
+    for (size_t i = 0; i < v->size(); ++i)
+      p.devices.push_back(get_string((*v)[i], "devices[" + std::to_string(i) + "]"));
+  }
   p.local_mac = mac_at(require(j, "", "local_mac"), "local_mac");
   p.local_ip = ip_at(require(j, "", "local_ip"), "local_ip");
   opt_uint(j, "", "elems_per_packet", p.elems_per_packet, 1, wire::kMaxElemsPerFrame);
@@ -186,6 +193,7 @@ std::string plan_to_json(const Plan& p) {
   j["world_size"] = p.world_size;
   j["udp_port"] = p.udp_port;
   if (!p.device.empty()) j["device"] = p.device;
+  if (!p.devices.empty()) j["devices"] = p.devices;
   j["local_mac"] = config::format_mac(p.local_mac);
   j["local_ip"] = config::format_ipv4(p.local_ip);
   j["elems_per_packet"] = p.elems_per_packet;
@@ -199,6 +207,7 @@ std::string plan_to_json(const Plan& p) {
                {"dst_ip", config::format_ipv4(t.dst_ip)},
                {"initial_cwnd_cap", t.initial_cwnd_cap}};
     if (t.backup_for >= 0) tj["backup_for"] = t.backup_for;
+    if (t.uplink != 0) tj["uplink"] = t.uplink;
     j["trees"].push_back(tj);
   }
   const CongestionParams& c = p.congestion;

@@ -55,6 +55,9 @@ struct TreePlan {
   // standby tree of the primary with this tree id: unused until that primary
   // fails over (docs/protocol.md, "Tree failover").
   int16_t backup_for = -1;
+  // Dual-homed workers: which of the plan's `devices` (uplinks) this tree's
+  // packets leave by. 0 for a single-homed worker.
+  uint8_t uplink = 0;
 };
 
 struct Plan {
@@ -63,6 +66,9 @@ struct Plan {
   uint32_t world_size = 1;
   uint16_t udp_port = wire::kDefaultUdpPort;  // PANAMA UDP port (source and destination)
   std::string device;                         // optional: DPDK port name this worker uses (e.g. "net_memif0")
+  // Dual-homed workers: the DPDK port names of the uplinks (trees[].uplink
+  // indexes them; device is then devices[0]). Empty: one uplink, `device`.
+  std::vector<std::string> devices;
   MacAddress local_mac{};
   uint32_t local_ip = 0;            // host byte order
   uint32_t elems_per_packet = 256;  // fp32 elements per packet (1 KiB payload)
