@@ -362,3 +362,23 @@ TEST_CASE("virtual cluster: a spine PSwitch stops mid-run, its tree fails over t
             << "detected " << f["detect_ms"].get<double>() << " ms and restarted "
             << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
 }
+
+TEST_CASE("virtual cluster: dual-homed workers survive a leaf PSwitch stopping mid-run", "[.failover]") {
+  // Two leaves, every worker linked to both: tree 0 and tree 1's standby at
+  // leaf0, tree 1 and tree 0's standby at leaf1.
+  const Run r = cluster(
+      "--topology two-tier --leaves 2 --spines 1 --dual-homed --workers 4 --trees 2 --backup-trees "
+      "--failover-after 8 --size 4MiB --iterations 6 --fail-switch leaf0 --fail-at 0.3");
+  CHECK_THAT(r.output, Contains("job 1 tree 0 rooted at leaf0") && Contains("job 1 tree 2 rooted at leaf1"));
+  require_all_ok(r, 4);
+  for (const json& w : r.summary["workers"]) {
+    CHECK(w["failovers"] == 1);
+    CHECK(w["trees"][0]["state"] == "dead");
+    CHECK(w["trees"][1]["state"] == "active");
+    CHECK(w["trees"][2]["state"] == "active");
+  }
+  REQUIRE(r.summary["failover"]["1"].size() == 1);
+  const json& f = r.summary["failover"]["1"][0];
+  std::cout << "test_cluster_failover: SIGSTOP to leaf0 (dual-homed workers); tree 0 restarted "
+            << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
+}

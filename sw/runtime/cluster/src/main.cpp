@@ -36,6 +36,7 @@ int internal_main(int argc, char** argv) {
     return 2;
   }
   w.vdev = vdev;
+  if (const char* v2 = arg_after(argc, argv, "--internal-vdev2")) w.vdev2 = v2;
   if (const char* left = arg_after(argc, argv, "--ring-left")) {
     const char* right = arg_after(argc, argv, "--ring-right");
     panama::config::MacAddress l{}, r{};

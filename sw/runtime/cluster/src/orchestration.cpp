@@ -96,7 +96,9 @@ PlannedRun plan_run(const ClusterOptions& opt) {
   if (opt.topology == "single") {
     cluster_desc = controller::single_switch_cluster(hosts, opt.link_gbps);
   } else if (opt.topology == "two-tier") {
-    cluster_desc = controller::two_tier_cluster(hosts, opt.leaves, opt.spines, opt.link_gbps);
+    if (opt.dual_homed && (opt.leaves < 2 || opt.leaves % 2 != 0))
+      throw SetupError("--dual-homed needs an even number of leaves (two planes)");
+    cluster_desc = controller::two_tier_cluster(hosts, opt.leaves, opt.spines, opt.link_gbps, opt.dual_homed);
   } else {
     throw SetupError("--topology must be single or two-tier");
   }

@@ -109,6 +109,7 @@ void start_workers(NodeSet& nodes, const PlannedRun& run, const ClusterOptions& 
                  std::to_string(opt.elems),
                  "--iterations",
                  std::to_string(opt.iterations)};
+    if (w.vdevs.size() > 1) spec.args.insert(spec.args.end(), {"--internal-vdev2", w.vdevs[1]});
     if (opt.ring_baseline) {
       // Neighbours in rank order within the job.
       auto mac_of_rank = [&](uint32_t rank) {

@@ -52,7 +52,9 @@ int run_worker(const WorkerOptions& opt) {
       throw std::runtime_error("too many workers for exact reference data");
     runtime::RuntimeOptions ro;
     ro.port.link_wait_ms = 10000;
-    auto rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
+    std::vector<std::string> eal = node_eal_args(opt.vdev, 512, opt.file_prefix);
+    if (!opt.vdev2.empty()) eal.push_back("--vdev=" + opt.vdev2);  // dual-homed
+    auto rt = runtime::Runtime::create(eal, ro);
     auto comm = rt->communicator(plan);
     std::vector<float> data(opt.elems), ref(opt.elems);
     std::vector<double> seconds;

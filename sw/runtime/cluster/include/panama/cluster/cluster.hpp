@@ -16,6 +16,7 @@ struct ClusterOptions {
   std::string topology = "single";  // "single" or "two-tier"
   uint32_t workers = 4;             // per job
   uint32_t leaves = 2, spines = 2;  // two-tier only
+  bool dual_homed = false;          // two-tier: every worker has two uplinks (two planes of leaves)
   uint32_t trees = 2;
   uint32_t jobs = 1;
   uint64_t elems = 16u << 20;  // fp32 elements per allreduce (64 MiB)
@@ -57,6 +58,7 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe);
 struct WorkerOptions {
   std::string plan_path;
   std::string vdev;
+  std::string vdev2;  // a dual-homed worker's second uplink
   std::string file_prefix;
   uint64_t seed = 1;
   uint64_t elems = 0;
