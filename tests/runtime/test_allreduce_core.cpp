@@ -507,7 +507,9 @@ TEST_CASE("core: a job that cannot finish fails after the retry budget with a cl
   }
   REQUIRE(core.failed());
   CHECK(core.status(id) == OpStatus::kFailed);
-  CHECK_THAT(core.op_error(id), Catch::Contains("no result after 3 retransmissions"));
+  // 3 retransmissions (the budget) and 3 x 400 us (budget x rto_max) without any result.
+  CHECK_THAT(core.op_error(id), Catch::Contains("no result after 4 retransmissions (retry_budget)") &&
+                                    Catch::Contains("answered nothing for 1 ms"));
   CHECK(retrans_frames >= 3);
   // Backoff: 100, 200, 400 (capped) microseconds: the 4th timeout comes at >= 100+200+400+400.
   CHECK(now >= 1100 * 1000);
@@ -610,9 +612,9 @@ TEST_CASE("core: a full transmit path does not stop the retry budget: the allred
   REQUIRE(core.failed());
   CHECK(core.status(id) == OpStatus::kFailed);
   CHECK_THAT(core.op_error(id), Catch::Contains("retry_budget"));
-  CHECK(core.stats().timeouts == 3);
+  CHECK(core.stats().timeouts == 4);  // 100, 300, 700, 1100 us; fails at 1500 us (>= 3 x 400 us of silence)
   CHECK(core.stats().retransmissions == 0);
-  CHECK(now >= (100 + 200 + 400) * 1000);  // the backed-off deadlines still apply
+  CHECK(now >= 1500 * 1000);  // the backed-off deadlines still apply
 }
 
 TEST_CASE("core: a retransmission the transmit path refused goes out on the next poll") {

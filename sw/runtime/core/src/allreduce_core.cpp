@@ -313,20 +313,29 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
         begin_failover(t, now_ns);
         return !failed();
       }
-      if (o.retries >= c.retry_budget) {
+      // The budget is spent only when, besides retry_budget timeouts of this
+      // chunk, the tree has answered nothing for retry_budget x rto_max: a
+      // chunk may wait that long for a worker whose own chunk is being
+      // recovered (its contribution cannot come earlier), and every worker's
+      // recovery of a lost chunk fits in that time.
+      const uint64_t silent_since = std::max(t.last_result_ns, o.sent_ns);
+      const uint64_t patience = uint64_t{c.retry_budget} * c.rto_max_us * 1000;
+      if (o.retries >= c.retry_budget && now_ns - silent_since >= patience) {
         const std::string what =
             o.op ? "chunk " + std::to_string(o.chunk) + " of allreduce #" + std::to_string(o.op->id)
                  : std::string("a replayed contribution");
         fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) + ": " +
                  what + " (sequence " + std::to_string(s) + ") got no result after " +
-                 std::to_string(o.retries) + " retransmissions (retry_budget); the job cannot finish");
+                 std::to_string(o.retries) +
+                 " retransmissions (retry_budget), and the tree answered nothing for " +
+                 std::to_string((now_ns - silent_since) / 1000000) + " ms; the job cannot finish");
         return false;
       }
       ++o.retries;
-      o.retransmitted = true;  // Karn: no RTT sample from this chunk any more
-      o.resend = true;
       o.rto_ns = std::min<uint64_t>(static_cast<uint64_t>(static_cast<double>(o.rto_ns) * c.rto_backoff),
                                     uint64_t{c.rto_max_us} * 1000);
+      o.retransmitted = true;  // Karn: no RTT sample from this chunk any more
+      o.resend = true;
       o.deadline_ns = now_ns + o.rto_ns;
       ++t.st.timeouts;
       ++totals_.timeouts;
