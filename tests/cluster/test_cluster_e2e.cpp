@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -364,4 +365,68 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Contains("host 'w1' has no link to a PSwitch"));
   std::filesystem::remove_all(dir);
+}
+
+// Its own CTest entry (test_cluster_failover): hidden from the default run.
+TEST_CASE("virtual cluster: a spine PSwitch stops mid-run, its tree fails over to its standby, all exact",
+          "[.failover]") {
+  const char* sig = std::getenv("PANAMA_TEST_PSWITCH_SIGNAL");  // STOP (default) or KILL
+  const std::string signal = sig ? sig : "STOP";
+  // Two spines, trees 0 and 1 on spine0 and spine1, standbys 2 (spine1) and 3 (spine0).
+  const Run r = cluster(
+      "--topology two-tier --leaves 2 --spines 2 --workers 4 --trees 2 --backup-trees --failover-after 8 "
+      "--size 4MiB --iterations 6 --fail-switch spine0 --fail-at 0.3 --fail-signal " +
+      signal);
+  CHECK_THAT(r.output, Contains("SIG" + signal + " to PSwitch spine0"));
+  require_all_ok(r, 4);
+  // Tree 0 (rooted at spine0) failed over on every worker, at the same restart sequence;
+  // tree 1 kept running on spine1 and its standby (on spine0) was never used.
+  uint64_t restart = UINT64_MAX;
+  for (const json& w : r.summary["workers"]) {
+    CHECK(w["failovers"] == 1);
+    REQUIRE(w["trees"].size() == 4);
+    const json& t0 = w["trees"][0];
+    CHECK(t0["state"] == "dead");
+    CHECK(t0["agreed_at_ns"].get<uint64_t>() > t0["dead_at_ns"].get<uint64_t>());
+    if (restart == UINT64_MAX) restart = t0["restart_seq"].get<uint64_t>();
+    CHECK(t0["restart_seq"].get<uint64_t>() == restart);
+    CHECK(w["trees"][1]["state"] == "active");
+    CHECK(w["trees"][2]["state"] == "active");
+    CHECK(w["trees"][2]["backup_for"] == 0);
+    CHECK(w["trees"][3]["state"] == "standby");
+    CHECK(w["trees"][2]["bytes_completed"].get<uint64_t>() > 0);  // the standby carried tree 0's chunks
+  }
+  // Tree 0's chunks: the 6 x 4 MiB split over 2 trees; whatever tree 0 finished
+  // before it stopped, the rest completed on tree 2.
+  const json& w0 = r.summary["workers"][0];
+  const uint64_t tree0_bytes = w0["trees"][0]["bytes_completed"].get<uint64_t>();
+  const uint64_t tree2_bytes = w0["trees"][2]["bytes_completed"].get<uint64_t>();
+  CHECK(tree0_bytes + tree2_bytes == 6ull * 2 * 1024 * 1024);
+  REQUIRE(r.summary["failover"]["1"].size() == 1);
+  const json& f = r.summary["failover"]["1"][0];
+  CHECK(f["tree"] == 0);
+  CHECK(f["workers"] == 4);
+  std::cout << "test_cluster_failover: SIG" << signal << " to spine0; tree 0 failed over on every worker, "
+            << "detected " << f["detect_ms"].get<double>() << " ms and restarted "
+            << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
+}
+
+TEST_CASE("virtual cluster: dual-homed workers survive a leaf PSwitch stopping mid-run", "[.failover]") {
+  // Two leaves, every worker linked to both: tree 0 and tree 1's standby at
+  // leaf0, tree 1 and tree 0's standby at leaf1.
+  const Run r = cluster(
+      "--topology two-tier --leaves 2 --spines 1 --dual-homed --workers 4 --trees 2 --backup-trees "
+      "--failover-after 8 --size 4MiB --iterations 6 --fail-switch leaf0 --fail-at 0.3");
+  CHECK_THAT(r.output, Contains("job 1 tree 0 rooted at leaf0") && Contains("job 1 tree 2 rooted at leaf1"));
+  require_all_ok(r, 4);
+  for (const json& w : r.summary["workers"]) {
+    CHECK(w["failovers"] == 1);
+    CHECK(w["trees"][0]["state"] == "dead");
+    CHECK(w["trees"][1]["state"] == "active");
+    CHECK(w["trees"][2]["state"] == "active");
+  }
+  REQUIRE(r.summary["failover"]["1"].size() == 1);
+  const json& f = r.summary["failover"]["1"][0];
+  std::cout << "test_cluster_failover: SIGSTOP to leaf0 (dual-homed workers); tree 0 restarted "
+            << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
 }

@@ -3,6 +3,7 @@
 // from the rules in docs/controller.md.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <set>
 
 #include "panama/controller/controller.hpp"
 #include "panama/runtime/plan_file.hpp"
@@ -170,8 +171,10 @@ TEST_CASE("invalid topologies and jobs are rejected with a clear message") {
   CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("unknown node 'w9'"));
   c = good;
   c["pswitches"].push_back("s1");
+  c["pswitches"].push_back("s2");
   c["links"].push_back({{"a", "w0"}, {"b", "s1"}});
-  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("host 'w0' has a second link"));
+  c["links"].push_back({{"a", "w0"}, {"b", "s2"}});
+  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("host 'w0' has a third link"));
   c = good;
   c["hosts"].push_back("w4");
   CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("host 'w4' has no link"));
@@ -234,4 +237,106 @@ TEST_CASE("engine capacities come from the cluster description, per PSwitch or f
   CHECK_THROWS_WITH(run(all, one_job(4, 2)), Contains("exceed its 1-entry table"));
   all["table_entries"] = 300;
   CHECK_THROWS_WITH(run(all, one_job(4, 1)), Contains("cluster.table_entries: 300 is outside [1, 256]"));
+}
+
+TEST_CASE("backup trees: each tree has a standby on another spine, in the engines and the plans") {
+  json jobs = one_job(4, 2);
+  jobs["jobs"][0]["backup_trees"] = true;
+  const Deployment d = run(two_tier_cluster(4, 2, 2, 10.0), jobs);
+  REQUIRE(d.trees.size() == 4);
+  // Tree t on spine t mod 2; its standby (tree 2 + t) on the other spine.
+  CHECK(d.trees[0].root == "spine0");
+  CHECK(d.trees[1].root == "spine1");
+  CHECK(d.trees[2].root == "spine1");
+  CHECK(d.trees[3].root == "spine0");
+  CHECK(d.trees[0].backup_for == -1);
+  CHECK(d.trees[2].backup_for == 0);
+  CHECK(d.trees[3].backup_for == 1);
+  const auto& leaf0 = sw(d, "leaf0");
+  REQUIRE(leaf0.node.entries.size() == 4);  // the standby trees hold entries (and shares) too
+  CHECK(leaf0.node.entries[2].tree == 2);
+  CHECK(leaf0.node.entries[2].slot_count == 128);                                   // 512 / 4
+  CHECK(leaf0.node.entries[2].eth_dst == sw(d, "spine1").node.entries[0].eth_src);  // up to spine1
+  CHECK(sw(d, "spine0").node.entries.size() == 2);                                  // trees 0 and 3
+  CHECK(leaf0.settings.trees[2].parent == static_cast<int>(3));                     // port of spine1
+  const auto& p = worker(d, "w1").plan;
+  REQUIRE(p.trees.size() == 4);
+  CHECK(p.trees[0].backup_for == -1);
+  CHECK(p.trees[2].backup_for == 0);
+  CHECK(p.trees[3].backup_for == 1);
+  CHECK(p.trees[3].child_id == p.trees[1].child_id);
+  CHECK_NOTHROW(runtime::validate_plan(p));
+  CHECK(runtime::parse_plan(runtime::plan_to_json(p)) == p);
+}
+
+TEST_CASE("backup trees need two candidate roots") {
+  json jobs = one_job(4, 2);
+  jobs["jobs"][0]["backup_trees"] = true;
+  CHECK_THROWS_WITH(run(single_switch_cluster(4, 10.0), jobs), Contains("two candidate roots"));
+  CHECK_THROWS_WITH(run(two_tier_cluster(4, 2, 1, 10.0), jobs), Contains("two candidate roots"));
+  jobs["jobs"][0]["trees"] = 128;
+  CHECK_THROWS_WITH(run(two_tier_cluster(4, 2, 2, 10.0), jobs), Contains("at most 127"));
+}
+
+TEST_CASE("dual-homed workers: trees alternate between a worker's two leaves, standbys take the other") {
+  // Two leaves, no spine, every worker linked to both (dual-ToR): each tree
+  // is aggregated at one leaf, and a standby at the other one.
+  const Deployment d = [] {
+    json jobs = one_job(3, 2);
+    jobs["jobs"][0]["backup_trees"] = true;
+    return run(two_tier_cluster(3, 2, 0, 10.0, true), jobs);
+  }();
+  REQUIRE(d.trees.size() == 4);
+  CHECK(d.trees[0].root == "leaf0");
+  CHECK(d.trees[1].root == "leaf1");
+  CHECK(d.trees[2].root == "leaf1");  // standby of tree 0: the other uplink
+  CHECK(d.trees[3].root == "leaf0");  // standby of tree 1
+  const auto& leaf0 = sw(d, "leaf0");
+  REQUIRE(leaf0.node.entries.size() == 2);
+  CHECK(leaf0.node.entries[0].tree == 0);
+  CHECK(leaf0.node.entries[1].tree == 3);
+  CHECK(leaf0.node.entries[0].fan_in == 3);
+  CHECK(leaf0.node.entries[0].root);
+  for (uint32_t r = 0; r < 3; ++r) {
+    const auto& w = worker(d, "w" + std::to_string(r));
+    REQUIRE(w.plan.trees.size() == 4);
+    CHECK(w.plan.devices == std::vector<std::string>{"net_memif0", "net_memif1"});
+    REQUIRE(w.vdevs.size() == 2);
+    CHECK_THAT(w.vdevs[0], Contains("net_memif0,") && Contains("leaf0-w" + std::to_string(r) + ".sock"));
+    CHECK_THAT(w.vdevs[1], Contains("net_memif1,") && Contains("leaf1-w" + std::to_string(r) + ".sock"));
+    const uint8_t uplinks[4] = {0, 1, 1, 0};
+    for (size_t t = 0; t < 4; ++t) {
+      CHECK(w.plan.trees[t].uplink == uplinks[t]);
+      CHECK(w.plan.trees[t].dst_mac == sw(d, uplinks[t] ? "leaf1" : "leaf0").node.entries[0].eth_src);
+      CHECK(w.plan.trees[t].child_id == r);
+    }
+    CHECK(runtime::parse_plan(runtime::plan_to_json(w.plan)) == w.plan);
+  }
+}
+
+TEST_CASE("dual-homed two-tier: a leaf's death leaves a plane with a live tree and standby") {
+  // 4 leaves in two planes (leaf0, leaf1 | leaf2, leaf3), 2 spines.
+  json jobs = one_job(4, 2);
+  jobs["jobs"][0]["backup_trees"] = true;
+  const Deployment d = run(two_tier_cluster(4, 4, 2, 10.0, true), jobs);
+  REQUIRE(d.trees.size() == 4);
+  // Which leaves each tree passes through, from the engines' tables.
+  auto leaves_of = [&](uint8_t tree) {
+    std::set<std::string> s;
+    for (const auto& so : d.switches) {
+      for (const auto& e : so.node.entries) {
+        if (e.tree == tree && !e.root) s.insert(so.node.node);
+      }
+    }
+    return s;
+  };
+  CHECK(leaves_of(0) == std::set<std::string>{"leaf0", "leaf1"});
+  CHECK(leaves_of(1) == std::set<std::string>{"leaf2", "leaf3"});
+  CHECK(leaves_of(2) == std::set<std::string>{"leaf2", "leaf3"});  // standby of 0: the other plane
+  CHECK(leaves_of(3) == std::set<std::string>{"leaf0", "leaf1"});
+  CHECK(d.trees[0].root == "spine0");
+  CHECK(d.trees[2].root == "spine1");  // and another spine
+  // A worker's child id may differ per tree (its position under that tree's leaf).
+  CHECK(worker(d, "w2").plan.trees[0].child_id == 1);  // w0, w2 under leaf0
+  CHECK(worker(d, "w2").plan.trees[1].child_id == 1);  // w0, w2 under leaf2
 }

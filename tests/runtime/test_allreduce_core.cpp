@@ -27,7 +27,7 @@ using panama::test::f2u;
 namespace {
 
 using Frame = std::vector<uint8_t>;
-using TestEngine = Engine<8, 64, 4>;  // 64 elements per slot
+using TestEngine = Engine<16, 256, 4>;  // 64 elements per slot
 constexpr uint16_t kJob = 42;
 
 uint64_t seed_from_env() {
@@ -35,7 +35,10 @@ uint64_t seed_from_env() {
   return std::random_device{}();
 }
 
-Plan make_plan(uint32_t rank, uint32_t world, uint32_t trees, uint32_t elems, uint16_t initial_cap) {
+// Trees 10..10+trees-1 are the primaries; with `backups`, tree 10+trees+t
+// stands by for tree 10+t.
+Plan make_plan(uint32_t rank, uint32_t world, uint32_t trees, uint32_t elems, uint16_t initial_cap,
+               bool backups = false) {
   Plan p;
   p.job_id = kJob;
   p.rank = rank;
@@ -50,6 +53,15 @@ Plan make_plan(uint32_t rank, uint32_t world, uint32_t trees, uint32_t elems, ui
     tp.dst_mac = {0x02, 0, 0, 0, 0, static_cast<uint8_t>(0xF0 + t)};
     tp.dst_ip = 0x0A0000F0u + t;
     tp.initial_cwnd_cap = initial_cap;
+    p.trees.push_back(tp);
+  }
+  for (uint32_t t = 0; backups && t < trees; ++t) {
+    TreePlan tp = p.trees[t];
+    tp.tree_id = static_cast<uint8_t>(10 + trees + t);
+    tp.child_id = static_cast<uint16_t>((rank + 1) % world);
+    tp.dst_mac[5] = static_cast<uint8_t>(0xE0 + t);
+    tp.dst_ip = 0x0A0000E0u + t;
+    tp.backup_for = static_cast<int16_t>(10 + t);
     p.trees.push_back(tp);
   }
   p.congestion.rto_initial_us = 200;
@@ -85,6 +97,8 @@ struct Faults {
   uint32_t reorder_window = 1;  // deliver any of the first N queued frames
 };
 
+bool g_backups = false;  // set by the failover tests around a Cluster's construction
+
 // W workers, one root engine with one entry per tree, and a faulty network.
 struct Cluster {
   std::mt19937_64 rng;
@@ -104,17 +118,20 @@ struct Cluster {
   std::vector<std::vector<std::vector<double>>> cwnd_trace;    // [worker][tree] after each fresh result
   uint64_t window_violations = 0, cap_violations = 0;
 
+  std::set<uint32_t> dead;  // tree indices (tree_id - 10) whose PSwitch is gone
+
   Cluster(uint64_t seed, uint32_t w, uint32_t t, uint32_t e, uint32_t slots, uint16_t initial_cap, Faults f)
       : rng(seed), world(w), trees(t), elems(e), q(slots), faults(f) {
-    configure_engine(*engine, w, t, q);
+    const uint32_t all = g_backups ? 2 * t : t;
+    configure_engine(*engine, w, all, q);
     down.resize(w);
-    unanswered.assign(w, std::vector<std::set<uint32_t>>(t));
-    delivered.assign(w, std::vector<std::set<uint32_t>>(t));
-    latest_cap.assign(w, std::vector<uint16_t>(t, initial_cap));
+    unanswered.assign(w, std::vector<std::set<uint32_t>>(all));
+    delivered.assign(w, std::vector<std::set<uint32_t>>(all));
+    latest_cap.assign(w, std::vector<uint16_t>(all, initial_cap));
     writes.resize(w);
-    cwnd_trace.assign(w, std::vector<std::vector<double>>(t));
+    cwnd_trace.assign(w, std::vector<std::vector<double>>(all));
     for (uint32_t r = 0; r < w; ++r) {
-      workers.push_back(std::make_unique<AllreduceCore>(make_plan(r, w, t, e, initial_cap)));
+      workers.push_back(std::make_unique<AllreduceCore>(make_plan(r, w, t, e, initial_cap, g_backups)));
       workers.back()->set_write_observer([this, r](OpId op, size_t chunk) { ++writes[r][{op, chunk}]; });
     }
   }
@@ -140,6 +157,7 @@ struct Cluster {
           if (h.seq - lowest >= latest_cap[w][t]) ++window_violations;
           un.insert(h.seq);
         }
+        if (dead.count(t)) continue;  // nobody answers on a dead tree
         if (chance(faults.loss_up)) continue;
         if (chance(faults.ce_up)) set_ecn(f, wire::kEcnCe);
         if (chance(faults.dup)) up.push_back(f);
@@ -195,12 +213,26 @@ struct Cluster {
     }
   }
 
-  void step() {
+  // The PSwitch of tree t dies: frames queued for it are gone, and its last
+  // results reached only some workers (the multicast was cut part-way).
+  void kill(uint32_t t) {
+    dead.insert(t);
+    auto of_t = [t](const Frame& f) { return f[wire::kPanamaTreeId] - 10u == t; };
+    up.erase(std::remove_if(up.begin(), up.end(), of_t), up.end());
+    for (auto& d : down) {
+      if (rng() % 2) d.erase(std::remove_if(d.begin(), d.end(), of_t), d.end());
+    }
+  }
+
+  // `may_jump`: time may skip to the next retransmission timer when the network
+  // is idle (false while some worker is yet to start an allreduce: a worker
+  // that is late by several RTOs looks like a dead tree to the others).
+  void step(bool may_jump = true) {
     send_phase();
     engine_phase();
     deliver_phase();
     uint64_t next = now + 1000 + rng() % 50000;
-    bool idle = up.empty();
+    bool idle = may_jump && up.empty();
     for (auto& d : down) idle &= d.empty();
     if (idle) {
       bool sendable = false;
@@ -226,11 +258,29 @@ struct Scenario {
   uint16_t initial_cap;
   std::vector<size_t> sizes;
   Faults faults;
+  int kill_tree = -1;      // with backups: this primary's PSwitch dies ...
+  uint64_t kill_step = 0;  // ... at this step (no worker issues its last allreduce before)
+  uint32_t failover_after = 6;
 };
+
+uint64_t g_replayed_kept = 0;  // summed over failover scenarios
 
 void run_scenario(uint64_t seed, const Scenario& s) {
   INFO("seed " << seed << " (set PANAMA_TEST_SEED to reproduce)");
+  g_backups = s.kill_tree >= 0;
   Cluster c(seed, s.world, s.trees, s.elems, s.q, s.initial_cap, s.faults);
+  g_backups = false;
+  for (auto& w : c.workers) REQUIRE(w->plan().congestion.failover_after == 6);
+  if (s.kill_tree >= 0) {  // the plan's congestion keys are fixed at construction: rebuild the workers
+    c.workers.clear();
+    for (uint32_t r = 0; r < s.world; ++r) {
+      Plan p = make_plan(r, s.world, s.trees, s.elems, s.initial_cap, true);
+      p.congestion.failover_after = s.failover_after;
+      c.workers.push_back(std::make_unique<AllreduceCore>(p));
+      c.workers.back()->set_write_observer([&c, r](OpId op, size_t chunk) { ++c.writes[r][{op, chunk}]; });
+    }
+  }
+  bool killed = s.kill_tree < 0;
   std::vector<std::vector<std::vector<float>>> bufs(s.world);
   std::vector<std::vector<OpId>> ids(s.world);
   for (uint32_t w = 0; w < s.world; ++w) {
@@ -250,13 +300,25 @@ void run_scenario(uint64_t seed, const Scenario& s) {
   };
   uint64_t steps = 0;
   while (!all_done()) {
+    bool answered = true;  // a tree dies only after it answered every worker once
+    if (s.kill_tree >= 0) {
+      for (uint32_t w = 0; w < s.world; ++w)
+        answered &= !c.delivered[w][static_cast<size_t>(s.kill_tree)].empty();
+    }
+    if (!killed && steps >= s.kill_step && answered) {
+      c.kill(static_cast<uint32_t>(s.kill_tree));
+      killed = true;
+    }
+    bool lagging = false;
     for (uint32_t w = 0; w < s.world; ++w) {
+      if (!killed && issued[w] + 1 >= s.sizes.size()) continue;
       if (issued[w] < s.sizes.size() && c.rng() % 3 == 0) {
         ids[w].push_back(c.workers[w]->start(bufs[w][issued[w]].data(), bufs[w][issued[w]].size(), c.now));
         ++issued[w];
       }
+      lagging |= issued[w] < s.sizes.size() && (killed || issued[w] + 1 < s.sizes.size());
     }
-    c.step();
+    c.step(s.kill_tree < 0 || !lagging);
     REQUIRE(++steps < 200000);
   }
   CHECK(c.window_violations == 0);
@@ -289,6 +351,20 @@ void run_scenario(uint64_t seed, const Scenario& s) {
     const CommStats st = c.workers[w]->stats();
     CHECK(st.bytes_completed == st.bytes_issued);
     CHECK(st.ops_completed == s.sizes.size());
+    if (s.kill_tree >= 0) {
+      CHECK(st.failovers == 1);
+      g_replayed_kept += st.trees[static_cast<size_t>(s.kill_tree)].replayed_kept;
+      CHECK(st.trees[static_cast<size_t>(s.kill_tree)].state == "dead");
+      CHECK(st.trees[s.trees + static_cast<size_t>(s.kill_tree)].state == "active");
+      // Every worker restarted the dead tree's sequences at the same point.
+      CHECK(st.trees[static_cast<size_t>(s.kill_tree)].restart_seq ==
+            c.workers[0]->stats().trees[static_cast<size_t>(s.kill_tree)].restart_seq);
+      for (size_t t = 0; t < st.trees.size(); ++t) {
+        if (t != static_cast<size_t>(s.kill_tree) && t != s.trees + static_cast<size_t>(s.kill_tree)) {
+          CHECK(st.trees[t].state == (t < s.trees ? "active" : "standby"));
+        }
+      }
+    }
   }
 }
 
@@ -431,7 +507,9 @@ TEST_CASE("core: a job that cannot finish fails after the retry budget with a cl
   }
   REQUIRE(core.failed());
   CHECK(core.status(id) == OpStatus::kFailed);
-  CHECK_THAT(core.op_error(id), Catch::Contains("no result after 3 retransmissions"));
+  // 3 retransmissions (the budget) and 3 x 400 us (budget x rto_max) without any result.
+  CHECK_THAT(core.op_error(id), Catch::Contains("no result after 4 retransmissions (retry_budget)") &&
+                                    Catch::Contains("answered nothing for 1 ms"));
   CHECK(retrans_frames >= 3);
   // Backoff: 100, 200, 400 (capped) microseconds: the 4th timeout comes at >= 100+200+400+400.
   CHECK(now >= 1100 * 1000);
@@ -507,5 +585,160 @@ TEST_CASE("core: every chunk written exactly once and results exact under random
     INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q "
                 << s.q);
     run_scenario(seed, s);
+  }
+}
+
+TEST_CASE("core: a full transmit path does not stop the retry budget: the allreduce fails, no hang") {
+  Plan p = make_plan(0, 2, 1, 4, 8);
+  p.congestion.retry_budget = 3;
+  p.congestion.rto_initial_us = 100;
+  p.congestion.rto_min_us = 100;
+  p.congestion.rto_max_us = 400;
+  AllreduceCore core(p);
+  std::vector<float> a(8, 2.0f);
+  const OpId id = core.start(a.data(), a.size(), 0);
+  VectorFrameOut first;
+  core.poll(0, first);
+  REQUIRE(first.frames.size() == 1);  // initial window
+  // The peer is gone and the transmit queue never drains: nothing can be written.
+  uint64_t now = 0;
+  for (int i = 0; i < 100 && !core.failed(); ++i) {
+    now = std::max(now + 1, core.next_timer_ns());
+    REQUIRE(now != UINT64_MAX);
+    VectorFrameOut full;
+    full.limit = 0;
+    CHECK(core.poll(now, full) == 0);
+  }
+  REQUIRE(core.failed());
+  CHECK(core.status(id) == OpStatus::kFailed);
+  CHECK_THAT(core.op_error(id), Catch::Contains("retry_budget"));
+  CHECK(core.stats().timeouts == 4);  // 100, 300, 700, 1100 us; fails at 1500 us (>= 3 x 400 us of silence)
+  CHECK(core.stats().retransmissions == 0);
+  CHECK(now >= 1500 * 1000);  // the backed-off deadlines still apply
+}
+
+TEST_CASE("core: a retransmission the transmit path refused goes out on the next poll") {
+  Plan p = make_plan(0, 1, 1, 4, 8);
+  p.congestion.rto_initial_us = 100;
+  p.congestion.rto_min_us = 100;
+  AllreduceCore core(p);
+  std::vector<float> a(4, 1.0f);
+  core.start(a.data(), a.size(), 0);
+  VectorFrameOut out;
+  core.poll(0, out);
+  REQUIRE(out.frames.size() == 1);
+  VectorFrameOut full;
+  full.limit = 0;
+  core.poll(100 * 1000, full);  // the deadline passes while the path is full
+  CHECK(core.stats().timeouts == 1);
+  CHECK(core.stats().retransmissions == 0);
+  VectorFrameOut room;
+  core.poll(100 * 1000 + 1, room);
+  REQUIRE(room.frames.size() == 1);
+  CHECK(room.frames[0][wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kRetransmission));
+  CHECK(core.stats().timeouts == 1);  // one timeout, one retransmission
+  CHECK(core.stats().retransmissions == 1);
+}
+
+TEST_CASE("core: plans with backup trees are validated") {
+  Plan p = make_plan(0, 2, 2, 4, 8, true);
+  CHECK_NOTHROW(validate_plan(p));
+  Plan bad = p;
+  bad.trees[2].backup_for = 99;
+  CHECK_THROWS_WITH(validate_plan(bad), Catch::Contains("trees[2].backup_for"));
+  bad = p;
+  bad.trees[3].backup_for = 10;  // tree 10 has two backups
+  CHECK_THROWS_WITH(validate_plan(bad), Catch::Contains("already has a backup"));
+  bad = p;
+  bad.trees[3].backup_for = 12;  // a backup of a backup
+  CHECK_THROWS_WITH(validate_plan(bad), Catch::Contains("no primary tree with id 12"));
+  bad = p;
+  bad.congestion.failover_after = 0;
+  CHECK_THROWS_WITH(validate_plan(bad), Catch::Contains("failover_after"));
+}
+
+TEST_CASE("core: a tree without a backup that dies fails the job after the retry budget") {
+  const uint64_t seed = seed_from_env();
+  Scenario s{3, 2, 8, 8, 4, {8 * 40, 8 * 40}, Faults{}};
+  g_backups = false;
+  Cluster c(seed, s.world, s.trees, s.elems, s.q, s.initial_cap, s.faults);
+  for (uint32_t r = 0; r < s.world; ++r) {
+    Plan p = make_plan(r, s.world, s.trees, s.elems, s.initial_cap);
+    p.congestion.retry_budget = 8;
+    c.workers[r] = std::make_unique<AllreduceCore>(p);
+  }
+  std::vector<std::vector<float>> bufs(s.world, std::vector<float>(s.sizes[0], 1.0f));
+  for (uint32_t w = 0; w < s.world; ++w) c.workers[w]->start(bufs[w].data(), bufs[w].size(), 0);
+  for (int i = 0; i < 5; ++i) c.step();
+  c.kill(0);
+  bool all_failed = false;
+  for (int i = 0; i < 100000 && !all_failed; ++i) {
+    c.step();
+    all_failed = true;
+    for (auto& w : c.workers) all_failed &= w->failed();
+  }
+  CHECK(all_failed);
+  CHECK_THAT(c.workers[0]->failure(), Catch::Contains("tree 10"));
+}
+
+TEST_CASE(
+    "core: tree failover: a dead tree's chunks finish on its backup, bit-exact, agreed by every worker") {
+  const uint64_t base_seed = seed_from_env();
+  std::cout << "test_runtime_core: tree failover, seed " << base_seed << " (PANAMA_TEST_SEED to reproduce)\n";
+  std::mt19937_64 meta(base_seed ^ 0xFA11);
+  g_replayed_kept = 0;
+  for (int run = 0; run < 60; ++run) {
+    const uint64_t seed = meta();
+    std::mt19937_64 g(seed);
+    Scenario s;
+    s.world = 2 + static_cast<uint32_t>(g() % 3);
+    s.trees = 1 + static_cast<uint32_t>(g() % 3);
+    s.elems = 1 + static_cast<uint32_t>(g() % 64);
+    s.q = 2 + static_cast<uint32_t>(g() % 15);
+    s.initial_cap = static_cast<uint16_t>(1 + g() % s.q);
+    const size_t nops = 2 + g() % 4;
+    for (size_t i = 0; i < nops; ++i) s.sizes.push_back(s.trees * s.elems + g() % (s.elems * 200));
+    auto p = [&](double max) { return std::uniform_real_distribution<double>(0, max)(g); };
+    const bool faulty = run % 2 == 1;  // half the runs on a clean network
+    if (faulty) {
+      s.faults.loss_up = p(0.1);
+      s.faults.loss_down = p(0.1);
+      s.faults.dup = p(0.1);
+      s.faults.ce_down = p(0.3);
+      s.faults.cap_change = p(0.3);
+      s.faults.poison = p(0.5);
+      s.faults.reorder_window = 1 + static_cast<uint32_t>(g() % 8);
+    }
+    s.kill_tree = static_cast<int>(g() % s.trees);
+    s.kill_step = 1 + g() % 80;
+    s.failover_after = faulty ? 14 : 4;  // a live tree must not look dead under loss
+    INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q "
+                << s.q << " kill tree " << s.kill_tree << " at step " << s.kill_step);
+    run_scenario(seed, s);
+  }
+  // The hard case happened: workers re-sent contributions whose result they
+  // already had, because others had not received it when the tree died.
+  CHECK(g_replayed_kept > 0);
+}
+
+TEST_CASE("core: a tree that never answered is not failed over (a late worker looks the same)") {
+  const uint64_t seed = seed_from_env();
+  g_backups = true;
+  Cluster c(seed, 2, 2, 8, 8, 4, Faults{});
+  g_backups = false;
+  for (uint32_t r = 0; r < 2; ++r) {
+    Plan p = make_plan(r, 2, 2, 8, 4, true);
+    p.congestion.retry_budget = 10;
+    p.congestion.failover_after = 2;
+    c.workers[r] = std::make_unique<AllreduceCore>(p);
+  }
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(8 * 20, 1.0f));
+  c.kill(0);  // before anything was sent
+  for (uint32_t w = 0; w < 2; ++w) c.workers[w]->start(bufs[w].data(), bufs[w].size(), 0);
+  for (int i = 0; i < 100000 && !(c.workers[0]->failed() && c.workers[1]->failed()); ++i) c.step();
+  for (auto& w : c.workers) {
+    REQUIRE(w->failed());
+    CHECK_THAT(w->failure(), Catch::Contains("tree 10") && Catch::Contains("retry_budget"));
+    CHECK(w->stats().failovers == 0);
   }
 }

@@ -63,8 +63,14 @@ TEST_CASE("plan: plan_to_json round-trips every field") {
   p.dscp = 10;
   p.congestion.g = 0.25;
   p.congestion.rto_max_us = 12345;
+  p.congestion.failover_after = 9;
+  TreePlan backup = p.trees[0];
+  backup.tree_id = 200;
+  backup.backup_for = p.trees[0].tree_id;
+  p.trees.push_back(backup);
   const Plan q = parse_plan(plan_to_json(p));
   CHECK(q == p);
+  CHECK(q.trees.back().backup_for == p.trees[0].tree_id);
 }
 
 TEST_CASE("plan: bad plans give an error naming the key") {

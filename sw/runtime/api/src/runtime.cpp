@@ -39,6 +39,13 @@ class MbufOut : public FrameOut {
     return cur_ ? d : nullptr;
   }
   void end_frame(uint32_t) override { pending_[n_++] = cur_; }
+  // For UplinkOut: the frame just written, handed to another port's queue.
+  rte_mbuf* take_current() { return cur_; }
+  bool push(rte_mbuf* m) {
+    if (n_ == kBurst && flush() == 0 && n_ == kBurst) return false;
+    pending_[n_++] = m;
+    return true;
+  }
 
   uint16_t flush() {
     if (n_ == 0) return 0;
@@ -58,6 +65,26 @@ class MbufOut : public FrameOut {
   rte_mbuf* cur_ = nullptr;
 };
 
+// A dual-homed worker's frames: written into an mbuf of its first port, then
+// queued on the port of the tree's uplink (plan trees[].uplink), read from the
+// frame's tree id. A full queue drops the frame (the core retransmits it).
+class UplinkOut : public FrameOut {
+ public:
+  std::vector<MbufOut*> outs;  // per uplink
+  uint8_t uplink_of_tree[256] = {};
+  uint8_t* begin_frame(uint32_t len) override {
+    data_ = outs[0]->begin_frame(len);
+    return data_;
+  }
+  void end_frame(uint32_t) override {
+    rte_mbuf* m = outs[0]->take_current();
+    if (!outs[uplink_of_tree[data_[wire::kPanamaTreeId]]]->push(m)) DpdkPort::free_bulk(&m, 1);
+  }
+
+ private:
+  uint8_t* data_ = nullptr;
+};
+
 struct PortState {
   std::unique_ptr<DpdkPort> port;
   std::string requested_name;
@@ -70,6 +97,8 @@ struct CommState {
   std::shared_ptr<Shared> shared;
   AllreduceCore core;
   PortState* port = nullptr;
+  std::vector<PortState*> uplinks;  // dual-homed: both ports (port == uplinks[0])
+  std::unique_ptr<UplinkOut> uplink_out;
   std::string device;
   CommState(std::shared_ptr<Shared> s, const Plan& p) : shared(std::move(s)), core(p) {}
 };
@@ -132,9 +161,10 @@ struct Shared {
       DpdkPort::free_bulk(burst, n);
       did |= n > 0;
       for (CommState* c : ps->comms) {
-        if (c->core.pending_ops() == 0) continue;
+        if (c->core.pending_ops() == 0 || c->port != ps.get())
+          continue;  // dual-homed: once, from its first port
         const size_t before = c->core.pending_ops();
-        did |= c->core.poll(now, *ps->out) > 0;
+        did |= c->core.poll(now, c->uplink_out ? static_cast<FrameOut&>(*c->uplink_out) : *ps->out) > 0;
         finished |= c->core.pending_ops() != before;  // failed after its retry budget
       }
       did |= ps->out->flush() > 0;
@@ -170,6 +200,7 @@ struct Shared {
         for (CommState* c : p->comms) {
           c->core.abort("the runtime was shut down");
           c->port = nullptr;
+          c->uplinks.clear();
         }
         p->comms.clear();
       }
@@ -241,21 +272,24 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
   Shared& s = *shared_;
   std::lock_guard<std::mutex> lk(s.mu);
   if (s.stop) throw RuntimeError("the runtime was shut down");
-  detail::PortState* ps = nullptr;
-  for (auto& p : s.ports) {
-    if (p->port->name() == dev || p->requested_name == dev) ps = p.get();
-  }
-  if (!ps) {
+  auto open_port = [&](const std::string& name) {
+    for (auto& p : s.ports) {
+      if (p->port->name() == name || p->requested_name == name) return p.get();
+    }
     auto np = std::make_unique<detail::PortState>();
     PortConfig pc = s.options.port;
-    pc.name = dev;
+    pc.name = name;
     np->port = std::make_unique<DpdkPort>(s.eal, pc);  // throws DpdkPortNotFound / DpdkError
-    np->requested_name = dev;
+    np->requested_name = name;
     np->out = std::make_unique<detail::MbufOut>(*np->port, s.counters);
     np->scratch.resize(np->port->max_frame_bytes());
-    ps = np.get();
     s.ports.push_back(std::move(np));
-  }
+    return s.ports.back().get();
+  };
+  detail::PortState* ps = open_port(dev);
+  // A dual-homed plan (devices[]): the second uplink's port too.
+  std::vector<detail::PortState*> uplinks = {ps};
+  if (plan.devices.size() == 2) uplinks.push_back(open_port(plan.devices[1]));
   if (wire::frame_length(plan.elems_per_packet) > ps->port->max_frame_bytes()) {
     throw RuntimeError("job " + std::to_string(plan.job_id) + ": elems_per_packet " +
                        std::to_string(plan.elems_per_packet) + " makes " +
@@ -272,6 +306,13 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
   auto cs = std::make_shared<CommState>(shared_, plan);
   cs->port = ps;
   cs->device = ps->port->name();
+  if (uplinks.size() > 1) {
+    cs->uplinks = uplinks;
+    cs->uplink_out = std::make_unique<detail::UplinkOut>();
+    for (detail::PortState* u : uplinks) cs->uplink_out->outs.push_back(u->out.get());
+    for (const TreePlan& t : plan.trees) cs->uplink_out->uplink_of_tree[t.tree_id] = t.uplink;
+    uplinks[1]->comms.push_back(cs.get());  // its results arrive on both ports
+  }
   ps->comms.push_back(cs.get());
   return std::unique_ptr<Communicator>(new Communicator(std::move(cs)));
 }
@@ -288,6 +329,11 @@ Communicator::~Communicator() {
       v.erase(std::remove(v.begin(), v.end(), state_.get()), v.end());
       state_->port = nullptr;
     }
+    for (size_t i = 1; i < state_->uplinks.size(); ++i) {
+      auto& v = state_->uplinks[i]->comms;
+      v.erase(std::remove(v.begin(), v.end(), state_.get()), v.end());
+    }
+    state_->uplinks.clear();
   }
   s.done_cv.notify_all();
 }

@@ -40,6 +40,7 @@ int internal_main(int argc, char** argv) {
     w.idle_sleep_us = static_cast<uint32_t>(std::strtoul(idle, nullptr, 10));
   if (const char* ch = arg_after(argc, argv, "--ring-channels"))
     w.ring_channels = static_cast<uint32_t>(std::strtoul(ch, nullptr, 10));
+  if (const char* v2 = arg_after(argc, argv, "--internal-vdev2")) w.vdev2 = v2;
   if (const char* left = arg_after(argc, argv, "--ring-left")) {
     const char* right = arg_after(argc, argv, "--ring-right");
     panama::config::MacAddress l{}, r{};
@@ -107,6 +108,14 @@ int main(int argc, char** argv) {
   app.add_option("--ring-channels", o.ring_channels,
                  "--baseline ring: independent rings, each over its share of the data")
       ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  app.add_option("--fail-switch", o.fail_switch,
+                 "stop this PSwitch mid-run (failure injection; see --fail-signal, --fail-at)");
+  app.add_option("--fail-signal", o.fail_signal, "STOP (freeze the process) or KILL")
+      ->check(CLI::IsMember({"STOP", "KILL"}))
+      ->capture_default_str();
+  app.add_option("--fail-at", o.fail_at, "fraction of the run's bytes done when --fail-switch is stopped")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

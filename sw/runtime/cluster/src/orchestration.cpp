@@ -96,7 +96,9 @@ PlannedRun plan_run(const ClusterOptions& opt) {
   if (opt.topology == "single") {
     cluster_desc = controller::single_switch_cluster(hosts, opt.link_gbps);
   } else if (opt.topology == "two-tier") {
-    cluster_desc = controller::two_tier_cluster(hosts, opt.leaves, opt.spines, opt.link_gbps);
+    if (opt.dual_homed && (opt.leaves < 2 || opt.leaves % 2 != 0))
+      throw SetupError("--dual-homed needs an even number of leaves (two planes)");
+    cluster_desc = controller::two_tier_cluster(hosts, opt.leaves, opt.spines, opt.link_gbps, opt.dual_homed);
   } else {
     throw SetupError("--topology must be single or two-tier");
   }
@@ -109,6 +111,7 @@ PlannedRun plan_run(const ClusterOptions& opt) {
                                    {"seed", opt.seed}};
   json congestion = {{"rto_min_us", opt.rto_min_us}, {"rto_initial_us", std::max(opt.rto_min_us, 5000u)}};
   if (opt.retry_budget > 0) congestion["retry_budget"] = opt.retry_budget;
+  if (opt.failover_after > 0) congestion["failover_after"] = opt.failover_after;
   json jobs_desc = {{"jobs", json::array()},
                     {"elems_per_packet", opt.elems_per_packet},
                     {"shares", opt.shares},
@@ -118,6 +121,7 @@ PlannedRun plan_run(const ClusterOptions& opt) {
     // Interleave jobs over hosts so that on two tiers every job spans the leaves.
     for (uint32_t w = 0; w < opt.workers; ++w) ws.push_back("w" + std::to_string(w * opt.jobs + j));
     jobs_desc["jobs"].push_back({{"id", j + 1}, {"workers", ws}, {"trees", opt.trees}, {"weight", j + 1}});
+    if (opt.backup_trees) jobs_desc["jobs"].back()["backup_trees"] = true;
   }
 
   PlannedRun run;

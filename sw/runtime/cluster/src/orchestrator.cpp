@@ -2,6 +2,8 @@
 // own allreduce workers (progress, stall detection) and its summary.
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -111,6 +113,7 @@ void start_workers(NodeSet& nodes, const PlannedRun& run, const ClusterOptions& 
                  std::to_string(opt.idle_sleep_us),
                  "--ring-channels",
                  std::to_string(opt.ring_channels)};
+    if (w.vdevs.size() > 1) spec.args.insert(spec.args.end(), {"--internal-vdev2", w.vdevs[1]});
     if (opt.ring_baseline) {
       // Neighbours in rank order within the job.
       auto mac_of_rank = [&](uint32_t rank) {
@@ -130,6 +133,8 @@ void start_workers(NodeSet& nodes, const PlannedRun& run, const ClusterOptions& 
 
 struct Supervision {
   bool interrupted = false, stalled = false, switch_failed = false;
+  pid_t injected_pid = -1;  // the PSwitch stopped by --fail-switch
+  double injected_at_s = 0;
 };
 
 // 4. Until every worker is done: progress, a PSwitch that dies, a signal, a stall.
@@ -142,7 +147,9 @@ Supervision supervise_workers(NodeSet& nodes, std::map<std::string, WorkerState>
   uint64_t last_total = 0;
   for (;;) {
     nodes.poll(100, [&](Node& n, const std::string& line, bool) { worker_line(workers[n.name], line); });
-    if (const Node* s = nodes.exited_switch()) {
+    const Node* gone = nodes.exited_switch();
+    if (gone && gone->pid == sv.injected_pid) gone = nullptr;  // killed on purpose
+    if (const Node* s = gone) {
       std::fprintf(stderr, "\npanama-cluster: PSwitch %s exited early:\n%s\n", s->name.c_str(),
                    tail_of(s->log_path).c_str());
       sv.switch_failed = true;
@@ -159,6 +166,18 @@ Supervision supervise_workers(NodeSet& nodes, std::map<std::string, WorkerState>
     if (done_bytes != last_total) {
       last_total = done_bytes;
       last_progress = now;
+    }
+    // Failure injection: the named PSwitch stops (SIGSTOP) or dies (SIGKILL) mid-run.
+    if (!opt.fail_switch.empty() && sv.injected_pid < 0 && done_bytes >= opt.fail_at * total_bytes) {
+      for (const Node& n : nodes.nodes()) {
+        if (!n.is_switch || n.name != opt.fail_switch || n.exited) continue;
+        kill(n.pid, opt.fail_signal == "KILL" ? SIGKILL : SIGSTOP);
+        sv.injected_pid = n.pid;
+        sv.injected_at_s = std::chrono::duration<double>(now - start).count();
+        std::fprintf(stderr, "\npanama-cluster: SIG%s to PSwitch %s at %.3f s (%.1f%% done)\n",
+                     opt.fail_signal.c_str(), n.name.c_str(), sv.injected_at_s,
+                     100.0 * done_bytes / total_bytes);
+      }
     }
     if (opt.progress && (now - last_print > std::chrono::milliseconds(500) || !running)) {
       last_print = now;
@@ -243,16 +262,51 @@ int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
         gbps, best, opt.link_gbps > 0 ? 100.0 * gbps / opt.link_gbps : 0.0, opt.link_gbps,
         static_cast<unsigned long long>(retrans), static_cast<unsigned long long>(timeouts));
     summary["goodput_gbps"][std::to_string(j)] = gbps;
+    // Tree failover: per dead tree, over the job's workers, the time from its
+    // last result to the worker declaring it dead and to the agreed restart
+    // (the first result on the standby tree): the time to recover.
+    std::map<unsigned, std::vector<const json*>> dead;
+    for (const json& r : summary["workers"]) {
+      if (r.value("job", 0u) != j || !r.contains("trees")) continue;
+      for (const json& t : r["trees"]) {
+        if (t.value("state", std::string()) == "dead") dead[t.value("tree", 0u)].push_back(&t);
+      }
+    }
+    for (const auto& [tree, ts] : dead) {
+      double detect = 0, recover = 0;
+      uint64_t kept = 0, unanswered = 0;
+      bool agreed = true;
+      for (const json* t : ts) {
+        const double last = static_cast<double>(t->value("last_result_ns", uint64_t{0}));
+        detect = std::max(detect, (static_cast<double>(t->value("dead_at_ns", uint64_t{0})) - last) / 1e6);
+        const uint64_t at = t->value("agreed_at_ns", uint64_t{0});
+        agreed = agreed && at > 0;
+        recover = std::max(recover, (static_cast<double>(at) - last) / 1e6);
+        kept += t->value("replayed_kept", uint64_t{0});
+        unanswered += t->value("replayed_unanswered", uint64_t{0});
+      }
+      std::printf(
+          "  tree %u failed over on %zu worker(s): detected %.1f ms after its last result, restart agreed "
+          "%s%.1f ms after it (time to recover, slowest worker); sequence %u; re-sent %llu kept + %llu "
+          "unanswered contributions\n",
+          tree, ts.size(), detect, agreed ? "" : "(NOT on every worker) ", recover,
+          ts.front()->value("restart_seq", 0u), static_cast<unsigned long long>(kept),
+          static_cast<unsigned long long>(unanswered));
+      summary["failover"][std::to_string(j)].push_back(
+          {{"tree", tree}, {"workers", ts.size()}, {"detect_ms", detect}, {"recover_ms", recover}});
+    }
     if (rank0) {
       for (const json& t : (*rank0)["trees"]) {
         std::printf(
             "  tree %u: cwnd %.1f (max %.1f, cap %u), alpha %.3f, CE results %llu, cwnd cuts %llu, "
-            "retransmissions %llu, srtt %.0f us\n",
+            "retransmissions %llu, srtt %.0f us%s\n",
             t.value("tree", 0u), t.value("cwnd", 0.0), t.value("max_cwnd", 0.0), t.value("cwnd_cap", 0u),
             t.value("alpha", 0.0), static_cast<unsigned long long>(t.value("results_ce", uint64_t{0})),
             static_cast<unsigned long long>(t.value("cwnd_reductions", uint64_t{0})),
-            static_cast<unsigned long long>(t.value("retransmissions", uint64_t{0})),
-            t.value("srtt_us", 0.0));
+            static_cast<unsigned long long>(t.value("retransmissions", uint64_t{0})), t.value("srtt_us", 0.0),
+            t.value("state", std::string("active")) == "active"
+                ? ""
+                : (" [" + t.value("state", std::string()) + "]").c_str());
       }
     }
   }
@@ -332,6 +386,13 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
   }
   const controller::Deployment& dep = run.dep;
   const std::string& run_dir = run.run_dir;
+  if (!opt.fail_switch.empty() &&
+      std::none_of(dep.switches.begin(), dep.switches.end(),
+                   [&](const controller::SwitchOutput& s) { return s.node.node == opt.fail_switch; })) {
+    std::fprintf(stderr, "panama-cluster: --fail-switch: no PSwitch named '%s'\n", opt.fail_switch.c_str());
+    finish_run_dir(run, true, "panama-cluster");
+    return 2;
+  }
   const double size_bytes = static_cast<double>(opt.elems) * 4.0;
   std::fprintf(stderr,
                "panama-cluster: %s topology, %zu PSwitch(es), %u job(s) x %u workers, %u tree(s) per job, "
@@ -372,6 +433,8 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
     std::fprintf(stderr, "panama-cluster: no progress for %.0f s, stopping (see the logs in %s)\n",
                  opt.stall_timeout_s, run_dir.c_str());
   }
+  // A frozen PSwitch would sit out the tear-down's SIGTERM grace period.
+  if (sv.injected_pid > 0 && opt.fail_signal == "STOP") kill(sv.injected_pid, SIGCONT);
   // 6. tear down (before the summary: the PSwitches write their final counters on SIGTERM)
   nodes.tear_down();
 

@@ -29,7 +29,16 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
           {"cwnd_cap", t.cwnd_cap},
           {"cwnd_reductions", t.cwnd_reductions},
           {"srtt_us", t.srtt_us},
-          {"bytes_completed", t.bytes_completed}};
+          {"bytes_completed", t.bytes_completed},
+          {"state", t.state},
+          {"backup_for", t.backup_for},
+          {"results_ignored", t.results_ignored},
+          {"dead_at_ns", t.dead_at_ns},
+          {"agreed_at_ns", t.agreed_at_ns},
+          {"last_result_ns", t.last_result_ns},
+          {"restart_seq", t.restart_seq},
+          {"replayed_kept", t.replayed_kept},
+          {"replayed_unanswered", t.replayed_unanswered}};
 }
 
 }  // namespace
@@ -73,7 +82,9 @@ nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* sha
       runtime::RuntimeOptions ro;
       ro.port.link_wait_ms = 10000;
       ro.idle_sleep_us = opt.idle_sleep_us;
-      own_rt = runtime::Runtime::create(node_eal_args(opt.vdev, 512, opt.file_prefix), ro);
+      std::vector<std::string> eal = node_eal_args(opt.vdev, 512, opt.file_prefix);
+      if (!opt.vdev2.empty()) eal.push_back("--vdev=" + opt.vdev2);  // dual-homed
+      own_rt = runtime::Runtime::create(eal, ro);
     }
     auto comm = (shared_rt ? shared_rt : own_rt.get())->communicator(plan, device);
     return worker_loop(opt, plan, *comm, progress, report);
@@ -134,6 +145,7 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
     report["retransmissions"] = s.retransmissions;
     report["timeouts"] = s.timeouts;
     report["results_ce"] = s.results_ce;
+    report["failovers"] = s.failovers;
     report["trees"] = nlohmann::json::array();
     for (size_t t = 0; t < s.trees.size(); ++t) {
       nlohmann::json tj = tree_stats_json(s.trees[t]);

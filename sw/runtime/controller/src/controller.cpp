@@ -232,13 +232,15 @@ JobsDesc parse_jobs(const json& j) {
     const json& o = j["jobs"][i];
     const std::string where = w + ".jobs[" + std::to_string(i) + "]";
     if (!o.is_object()) fail(where + ": expected an object");
-    reject_unknown(o, where, {"id", "workers", "trees", "weight", "dscp"});
+    reject_unknown(o, where, {"id", "workers", "trees", "weight", "dscp", "backup_trees"});
     JobDesc job;
     if (!o.contains("id")) fail(where + ".id: missing");
     job.id = static_cast<uint16_t>(get_uint(o, "id", 0, 0, 0xFFFF, where));
     job.trees = static_cast<uint32_t>(get_uint(o, "trees", 1, 1, 255, where));
     job.dscp = static_cast<uint8_t>(get_uint(o, "dscp", 0, 0, 63, where));
     job.weight = get<double>(o, "weight", 1.0, where);
+    job.backup_trees = get<bool>(o, "backup_trees", false, where);
+    if (job.backup_trees && job.trees > 127) fail(where + ".trees: at most 127 with backup_trees");
     if (!(job.weight > 0.0)) fail(where + ".weight: must be > 0");
     if (!o.contains("workers") || !o["workers"].is_array() || o["workers"].empty()) {
       fail(where + ".workers: missing or empty (host names in rank order)");
@@ -299,7 +301,8 @@ class Planner {
     size_t host;
     size_t job_index;
     uint32_t rank;
-    uint16_t child_id;
+    std::vector<uint16_t> child_id;  // per tree of the job
+    std::vector<size_t> leaf;        // per tree: the PSwitch the worker sends it to
   };
 
   // Every host and PSwitch by name; names are unique across both.
@@ -322,6 +325,7 @@ class Planner {
     sw_ports.assign(c.switches.size(), {});
     sw_rates.assign(c.switches.size(), {});
     host_leaf.assign(c.hosts.size(), -1);
+    host_uplinks.assign(c.hosts.size(), {});
     std::set<std::pair<std::string, std::string>> seen;
     for (size_t i = 0; i < c.links.size(); ++i) {
       const LinkDesc& l = c.links[i];
@@ -336,9 +340,13 @@ class Planner {
       }
       for (auto [self, other] : {std::pair{ia, ib}, std::pair{ib, ia}}) {
         if (self->second.kind == NodeKind::kHost) {
-          if (host_leaf[self->second.index] >= 0)
-            fail(where + ": host '" + self->first + "' has a second link");
-          host_leaf[self->second.index] = static_cast<int>(other->second.index);
+          // Dual homing: a host may have two uplinks, to two PSwitches.
+          std::vector<size_t>& up = host_uplinks[self->second.index];
+          if (up.size() == 2)
+            fail(where + ": host '" + self->first + "' has a third link (at most two uplinks)");
+          up.push_back(other->second.index);
+          if (host_leaf[self->second.index] < 0)
+            host_leaf[self->second.index] = static_cast<int>(other->second.index);
         } else {
           sw_ports[self->second.index].push_back(other->first);
           sw_rates[self->second.index].push_back(l.rate_gbps);
@@ -349,7 +357,9 @@ class Planner {
       if (host_leaf[h] < 0) fail("cluster: host '" + c.hosts[h].name + "' has no link to a PSwitch");
     }
     is_leaf.assign(c.switches.size(), false);
-    for (int leaf : host_leaf) is_leaf[leaf] = true;
+    for (const auto& up : host_uplinks) {
+      for (size_t leaf : up) is_leaf[leaf] = true;
+    }
     std::vector<std::string> names;
     sw_neighbours.assign(c.switches.size(), {});
     for (size_t s = 0; s < c.switches.size(); ++s) {
@@ -401,9 +411,8 @@ class Planner {
       const std::string where = "job " + std::to_string(job.id);
       if (!job_ids.insert(job.id).second) fail("jobs: job id " + std::to_string(job.id) + " is used twice");
       if (job.trees < 1 || job.trees > 255) fail(where + ": trees must be 1..255");
-      // Leaves in order of first appearance; each leaf's workers in rank order.
-      std::vector<size_t> leaves;
-      std::map<size_t, std::vector<std::string>> leaf_workers;
+      const size_t job_tree_base = d.trees.size();
+      std::vector<size_t> hosts;
       for (uint32_t r = 0; r < job.workers.size(); ++r) {
         const std::string& wname = job.workers[r];
         auto it = nodes.find(wname);
@@ -414,47 +423,75 @@ class Planner {
           fail(where + ": host '" + wname + "' already runs a worker (of job " +
                std::to_string(host_job[wname]) + "); one worker per host");
         }
-        const size_t leaf = static_cast<size_t>(host_leaf[it->second.index]);
-        if (!leaf_workers.count(leaf)) leaves.push_back(leaf);
-        leaf_workers[leaf].push_back(wname);
-        if (leaf_workers[leaf].size() > config::kMaxFanIn) {
-          fail(where + ": more than 64 workers under PSwitch '" + c.switches[leaf].name + "' (fan-in limit)");
-        }
-        worker_slots.push_back(
-            WorkerSlot{it->second.index, ji, r, static_cast<uint16_t>(leaf_workers[leaf].size() - 1)});
+        hosts.push_back(it->second.index);
+        worker_slots.push_back(WorkerSlot{it->second.index, ji, r, {}, {}});
       }
-      std::vector<size_t> roots;
-      std::vector<tiers::CoreRoot> core_roots;  // three-tier fabric, leaves without a common spine
-      if (leaves.size() == 1) {
-        roots.push_back(leaves[0]);
-      } else {
-        for (size_t s = 0; s < c.switches.size(); ++s) {
-          if (is_leaf[s]) continue;
-          bool all = true;
-          for (size_t l : leaves) all = all && linked(s, c.switches[l].name);
-          if (all) roots.push_back(s);
-        }
-        if (roots.empty()) core_roots = tiers::core_roots(leaves, tier, sw_neighbours);
-        if (roots.empty() && core_roots.empty()) {
-          fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
-               " leaves and no spine PSwitch is linked to all of them (nor a core PSwitch reached by all "
-               "of them through spine/aggregation PSwitches)");
-        }
-        if (leaves.size() > config::kMaxFanIn)
-          fail(where + ": more than 64 leaves (fan-in limit at the root)");
-      }
-      const size_t offset = trees_planned;
+      WorkerSlot* slots = &worker_slots[worker_slots.size() - hosts.size()];
+      const uint32_t all_trees = job.backup_trees ? 2 * job.trees : job.trees;
+      const size_t offset = trees_planned;  // root spreading across jobs
       trees_planned += job.trees;
-      for (uint32_t t = 0; t < job.trees; ++t) {
+      for (uint32_t t = 0; t < all_trees; ++t) {
+        const bool backup = t >= job.trees;
+        const uint32_t primary = backup ? t - job.trees : t;
+        const uint8_t tree = static_cast<uint8_t>(t);
+        // A dual-homed worker's trees alternate between its uplinks, and a
+        // standby uses the other uplink than its primary.
+        const uint32_t turn = primary + (backup ? 1 : 0);
+        // The tree's leaves in order of first appearance; each leaf's workers in rank order.
+        std::vector<size_t> leaves;
+        std::map<size_t, std::vector<std::string>> leaf_workers;
+        for (size_t r = 0; r < hosts.size(); ++r) {
+          const std::vector<size_t>& up = host_uplinks[hosts[r]];
+          const size_t leaf = up[turn % up.size()];
+          if (!leaf_workers.count(leaf)) leaves.push_back(leaf);
+          leaf_workers[leaf].push_back(job.workers[r]);
+          if (leaf_workers[leaf].size() > config::kMaxFanIn) {
+            fail(where + ": more than 64 workers under PSwitch '" + c.switches[leaf].name +
+                 "' (fan-in limit)");
+          }
+          slots[r].leaf.push_back(leaf);
+          slots[r].child_id.push_back(static_cast<uint16_t>(leaf_workers[leaf].size() - 1));
+        }
+        std::vector<size_t> roots;
+        std::vector<tiers::CoreRoot> core_roots;  // three-tier fabric, leaves without a common spine
+        if (leaves.size() == 1) {
+          roots.push_back(leaves[0]);
+        } else {
+          for (size_t sw = 0; sw < c.switches.size(); ++sw) {
+            if (is_leaf[sw]) continue;
+            bool all = true;
+            for (size_t l : leaves) all = all && linked(sw, c.switches[l].name);
+            if (all) roots.push_back(sw);
+          }
+          if (roots.empty()) core_roots = tiers::core_roots(leaves, tier, sw_neighbours);
+          if (roots.empty() && core_roots.empty()) {
+            fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
+                 " leaves and no spine PSwitch is linked to all of them (nor a core PSwitch reached by all "
+                 "of them through spine/aggregation PSwitches)");
+          }
+          if (leaves.size() > config::kMaxFanIn)
+            fail(where + ": more than 64 leaves (fan-in limit at the root)");
+        }
+        // Roots are spread over the candidates across jobs. With backup trees,
+        // tree trees+t stands by for tree t on the next candidate root (or,
+        // dual-homed, on the other leaves), so that one dead root never takes both.
+        const auto same_root_as_primary = [&](const std::string& name) {
+          if (backup && name == d.trees[job_tree_base + primary].root) {
+            fail(where + ": backup_trees needs two candidate roots (spines or cores reached by all of its " +
+                 "leaves, or dual-homed workers); a standby tree on the same PSwitch would die with it");
+          }
+        };
         if (!core_roots.empty()) {
-          add_three_level_tree(job, static_cast<uint8_t>(t), leaves, leaf_workers,
-                               core_roots[tiers::spread_root(offset, t, core_roots.size())]);
+          const tiers::CoreRoot& cr = core_roots[tiers::spread_root(offset, turn, core_roots.size())];
+          same_root_as_primary(c.switches[cr.core].name);
+          add_three_level_tree(job, tree, leaves, leaf_workers, cr, backup ? static_cast<int>(primary) : -1);
           continue;
         }
-        const size_t root = roots[tiers::spread_root(offset, t, roots.size())];
-        const uint8_t tree = static_cast<uint8_t>(t);
+        const size_t root = roots[tiers::spread_root(offset, turn, roots.size())];
+        same_root_as_primary(c.switches[root].name);
         const uint32_t group = multicast_ip(job.id, tree);
-        d.trees.push_back(TreeInfo{job.id, tree, c.switches[root].name, group});
+        d.trees.push_back(
+            TreeInfo{job.id, tree, c.switches[root].name, group, backup ? static_cast<int>(primary) : -1});
         if (root == leaves[0] && leaves.size() == 1) {
           entries.push_back(PendingEntry{
               root, job.id, tree, true, job.weight, job.dscp, leaf_workers[root], "", 0, group, {}});
@@ -488,11 +525,11 @@ class Planner {
   // whose root entry has the middles as children (in order of first use).
   void add_three_level_tree(const JobDesc& job, uint8_t tree, const std::vector<size_t>& leaves,
                             std::map<size_t, std::vector<std::string>>& leaf_workers,
-                            const tiers::CoreRoot& cr) {
+                            const tiers::CoreRoot& cr, int backup_for) {
     const std::string where = "job " + std::to_string(job.id);
     const uint32_t group = multicast_ip(job.id, tree);
     const std::string& core = c.switches[cr.core].name;
-    d.trees.push_back(TreeInfo{job.id, tree, core, group});
+    d.trees.push_back(TreeInfo{job.id, tree, core, group, backup_for});
     std::vector<size_t> middles;
     std::map<size_t, std::vector<std::string>> middle_leaves;
     for (size_t i = 0; i < leaves.size(); ++i) {
@@ -685,7 +722,6 @@ class Planner {
     for (const WorkerSlot& ws : worker_slots) {
       const JobDesc& job = jd.jobs[ws.job_index];
       const HostDesc& hd = c.hosts[ws.host];
-      const size_t leaf = static_cast<size_t>(host_leaf[ws.host]);
       WorkerOutput wo;
       wo.host = hd.name;
       runtime::Plan& p = wo.plan;
@@ -699,10 +735,15 @@ class Planner {
       p.elems_per_packet = jd.elems_per_packet;
       p.dscp = job.dscp;
       p.congestion = jd.congestion;
-      for (uint32_t t = 0; t < job.trees; ++t) {
+      for (uint32_t t = 0; t < (job.backup_trees ? 2 * job.trees : job.trees); ++t) {
         runtime::TreePlan tp;
         tp.tree_id = static_cast<uint8_t>(t);
-        tp.child_id = ws.child_id;
+        if (t >= job.trees) tp.backup_for = static_cast<int16_t>(t - job.trees);
+        const size_t leaf = ws.leaf[t];
+        tp.child_id = ws.child_id[t];
+        tp.uplink =
+            static_cast<uint8_t>(std::find(host_uplinks[ws.host].begin(), host_uplinks[ws.host].end(), leaf) -
+                                 host_uplinks[ws.host].begin());
         tp.dst_mac = c.switches[leaf].mac;
         tp.dst_ip = c.switches[leaf].ip;
         uint32_t cap = std::min(entry_share(leaf, job.id, tp.tree_id),
@@ -712,8 +753,12 @@ class Planner {
         tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
         p.trees.push_back(tp);
       }
-      wo.vdev = "net_memif0,role=client,socket=" + c.run_dir + "/" + c.switches[leaf].name + "-" + hd.name +
-                ".sock" + kMemifArgs;
+      for (size_t u = 0; u < host_uplinks[ws.host].size(); ++u) {
+        wo.vdevs.push_back("net_memif" + std::to_string(u) + ",role=client,socket=" + c.run_dir + "/" +
+                           c.switches[host_uplinks[ws.host][u]].name + "-" + hd.name + ".sock" + kMemifArgs);
+      }
+      wo.vdev = wo.vdevs[0];
+      if (wo.vdevs.size() > 1) p.devices = {"net_memif0", "net_memif1"};  // device stays devices[0]
       try {
         runtime::validate_plan(p);
       } catch (const runtime::PlanError& e) {
@@ -728,11 +773,12 @@ class Planner {
   std::map<std::string, Node> nodes;
   std::vector<std::vector<std::string>> sw_ports;  // per PSwitch: neighbour names, port order
   std::vector<std::vector<double>> sw_rates;
-  std::vector<int> host_leaf;                      // per host: its PSwitch
+  std::vector<int> host_leaf;                      // per host: its (first) PSwitch
+  std::vector<std::vector<size_t>> host_uplinks;   // per host: its one or two PSwitches, link order
   std::vector<bool> is_leaf;                       // per PSwitch
   std::vector<int> tier;                           // per PSwitch: 0 leaf/edge, 1 spine/aggregation, 2 core
   std::vector<std::vector<size_t>> sw_neighbours;  // per PSwitch: linked PSwitches
-  size_t trees_planned = 0;                        // trees of the jobs planned so far (root spreading)
+  size_t trees_planned = 0;                        // primary trees of the jobs planned so far (root spreading)
   std::vector<PendingEntry> entries;
   std::vector<WorkerSlot> worker_slots;
   Deployment d;
@@ -770,12 +816,15 @@ void write_deployment(const Deployment& d, const std::string& dir) {
                                    {"rank", w.plan.rank},
                                    {"plan", w.host + ".plan.json"},
                                    {"vdev", w.vdev}});
+    if (w.vdevs.size() > 1) manifest["workers"].back()["vdevs"] = w.vdevs;
   }
   for (const TreeInfo& t : d.trees) {
-    manifest["trees"].push_back({{"job", t.job},
-                                 {"tree", t.tree},
-                                 {"root", t.root},
-                                 {"multicast_ip", config::format_ipv4(t.multicast_ip)}});
+    json tj = {{"job", t.job},
+               {"tree", t.tree},
+               {"root", t.root},
+               {"multicast_ip", config::format_ipv4(t.multicast_ip)}};
+    if (t.backup_for >= 0) tj["backup_for"] = t.backup_for;
+    manifest["trees"].push_back(tj);
   }
   write("deployment.json", manifest.dump(2));
 }
@@ -790,14 +839,22 @@ json single_switch_cluster(uint32_t workers, double rate_gbps) {
   return j;
 }
 
-json two_tier_cluster(uint32_t workers, uint32_t leaves, uint32_t spines, double rate_gbps) {
+json two_tier_cluster(uint32_t workers, uint32_t leaves, uint32_t spines, double rate_gbps, bool dual_homed) {
   json j = {{"hosts", json::array()}, {"pswitches", json::array()}, {"links", json::array()}};
   for (uint32_t l = 0; l < leaves; ++l) j["pswitches"].push_back("leaf" + std::to_string(l));
   for (uint32_t s = 0; s < spines; ++s) j["pswitches"].push_back("spine" + std::to_string(s));
   for (uint32_t i = 0; i < workers; ++i) {
     const std::string n = "w" + std::to_string(i);
     j["hosts"].push_back(n);
-    j["links"].push_back({{"a", n}, {"b", "leaf" + std::to_string(i % leaves)}, {"rate_gbps", rate_gbps}});
+    if (dual_homed) {
+      // Two planes, as with dual-ToR: uplink 0 to leaves [0, L/2), uplink 1 to [L/2, L).
+      const uint32_t half = std::max(1u, leaves / 2);
+      j["links"].push_back({{"a", n}, {"b", "leaf" + std::to_string(i % half)}, {"rate_gbps", rate_gbps}});
+      j["links"].push_back(
+          {{"a", n}, {"b", "leaf" + std::to_string(half + i % half)}, {"rate_gbps", rate_gbps}});
+    } else {
+      j["links"].push_back({{"a", n}, {"b", "leaf" + std::to_string(i % leaves)}, {"rate_gbps", rate_gbps}});
+    }
   }
   for (uint32_t l = 0; l < leaves; ++l) {
     for (uint32_t s = 0; s < spines; ++s) {

@@ -18,13 +18,15 @@ struct AllreduceCore::Op {
   size_t chunks = 0;
   size_t remaining = 0;
   OpStatus status = OpStatus::kPending;
-  bool released = false;  // forget it as soon as it finishes
+  bool released = false;   // forget it as soon as it finishes
+  bool agreement = false;  // a failover agreement vector (internal, not in ops_)
   std::string error;
 };
 
 // A chunk that has been sent and is waiting for its result.
 struct AllreduceCore::Outstanding {
-  Op* op = nullptr;
+  Op* op = nullptr;  // null for a replayed contribution whose result this worker already has
+  std::shared_ptr<const std::vector<float>> replay;  // that contribution (when op is null)
   size_t chunk = 0;
   uint64_t sent_ns = 0;
   uint64_t deadline_ns = 0;
@@ -32,16 +34,22 @@ struct AllreduceCore::Outstanding {
   uint32_t retries = 0;
   bool acked = false;
   bool retransmitted = false;
+  bool resend = false;  // timed out, retransmission not written yet (transmit path was full)
 };
 
 struct AllreduceCore::Tree {
   // Chunks of one op on this tree: sequences [first_seq, first_seq + count),
-  // sequence first_seq + j carrying chunk position + T * j.
+  // sequence first_seq + j carrying chunk first_chunk + stride * j. A replayed
+  // contribution (failover) is a segment of one with op null and `replay` set.
   struct Segment {
     Op* op;
     uint32_t first_seq;
     uint32_t count;
+    size_t first_chunk;
+    size_t stride;
+    std::shared_ptr<const std::vector<float>> replay;
   };
+  enum class State { kActive, kStandby, kDead };
 
   Tree(const TreePlan& p, size_t idx, const CongestionParams& c)
       : plan(p), index(idx), cc(c, p.initial_cwnd_cap) {}
@@ -49,6 +57,23 @@ struct AllreduceCore::Tree {
   TreePlan plan;
   size_t index;
   TreeCongestion cc;
+  State state = State::kActive;
+  int backup = -1;         // index of this primary's backup tree
+  int primary = -1;        // for a backup: index of the primary it stands by for
+  int redirect = -1;       // a failed-over primary: index of the tree its chunks now go to
+  size_t primary_pos = 0;  // position among the primaries (chunk k -> primary k mod T)
+  // Failover bookkeeping (see begin_failover / complete_failover).
+  std::unique_ptr<Op> agreement;  // on a backup: the agreement vector in flight
+  std::vector<float> agreement_data;
+  uint32_t agreement_seqs = 0;  // m: sequences the agreement used on this backup
+  uint64_t last_result_ns = 0, dead_at_ns = 0, agreed_at_ns = 0;
+  uint32_t restart_seq = 0;
+  // Contributions of recent results (primaries with a backup): seq s at
+  // s & (kept_seq.size() - 1), elements at kept_data + that * elems_per_packet.
+  std::vector<uint32_t> kept_seq, kept_n;
+  std::vector<uint8_t> kept_valid;
+  std::vector<float> kept_data;
+  uint32_t kept_for_cap = 0;  // the largest cap the ring was sized for
   wire::Header hdr{};
   std::deque<Segment> segments;  // issued chunks not yet sent, in sequence order
   uint64_t issued_end = 0;       // sequence after the last issued one
@@ -56,6 +81,7 @@ struct AllreduceCore::Tree {
   uint32_t snd_una = 0;          // oldest unacknowledged sequence
   std::vector<Outstanding> ring = std::vector<Outstanding>(64);  // seq s at s & (size-1)
   uint64_t min_deadline = UINT64_MAX;
+  bool resend_pending = false;  // a timed-out chunk's retransmission is not written yet
   bool have_rtt = false;
   double srtt_ns = 0, rttvar_ns = 0;
   uint64_t rto_ns = 0;
@@ -97,9 +123,36 @@ AllreduceCore::AllreduceCore(const Plan& plan) : plan_(plan) {
     t->rto_ns = uint64_t{plan_.congestion.rto_initial_us} * 1000;
     t->st.tree_id = t->plan.tree_id;
     tree_index_[t->plan.tree_id] = static_cast<int16_t>(i);
+    if (t->plan.backup_for >= 0) {
+      t->state = Tree::State::kStandby;
+    } else {
+      t->primary_pos = primaries_.size();
+      primaries_.push_back(i);
+    }
     trees_.push_back(std::move(t));
   }
+  for (auto& t : trees_) {
+    if (t->plan.backup_for < 0) continue;
+    Tree& p = *trees_[static_cast<size_t>(tree_index_[t->plan.backup_for])];
+    p.backup = static_cast<int>(t->index);
+    t->primary = static_cast<int>(p.index);
+  }
   totals_.job_id = plan_.job_id;
+}
+
+AllreduceCore::Tree& AllreduceCore::route(size_t primary) {
+  Tree* t = trees_[primaries_[primary]].get();
+  return t->redirect >= 0 ? *trees_[static_cast<size_t>(t->redirect)] : *t;
+}
+
+bool AllreduceCore::failover_owed() const {
+  if (failed()) return false;
+  for (const auto& t : trees_) {
+    if (t->agreement) return true;  // other workers wait for this worker's vector
+    if (t->primary >= 0 && t->state == Tree::State::kActive && (t->in_flight() > 0 || !t->segments.empty()))
+      return true;  // replayed contributions the others need
+  }
+  return false;
 }
 
 AllreduceCore::~AllreduceCore() = default;
@@ -126,20 +179,20 @@ OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
     finish(*raw, OpStatus::kFailed, "allreduce of " + std::to_string(count) + " elements on a null buffer");
     return id;
   }
-  const size_t nt = trees_.size();
+  const size_t nt = primaries_.size();
   for (size_t i = 0; i < nt && i < raw->chunks; ++i) {
     const uint64_t n = (raw->chunks - i + nt - 1) / nt;
-    if (trees_[i]->issued_end + n > (uint64_t{1} << 32)) {
+    if (route(i).issued_end + n > (uint64_t{1} << 32)) {
       finish(*raw, OpStatus::kFailed,
-             "tree " + std::to_string(trees_[i]->plan.tree_id) +
+             "tree " + std::to_string(route(i).plan.tree_id) +
                  ": the 32-bit sequence space of this communicator is exhausted; create a new communicator");
       return id;
     }
   }
   for (size_t i = 0; i < nt && i < raw->chunks; ++i) {
-    Tree& t = *trees_[i];
+    Tree& t = route(i);
     const uint32_t n = static_cast<uint32_t>((raw->chunks - i + nt - 1) / nt);
-    t.segments.push_back(Tree::Segment{raw, static_cast<uint32_t>(t.issued_end), n});
+    t.segments.push_back(Tree::Segment{raw, static_cast<uint32_t>(t.issued_end), n, i, nt, nullptr});
     t.issued_end += n;
     uint64_t bytes = 0;
     for (size_t k = i; k < raw->chunks; k += nt) bytes += 4 * (std::min(count, (k + 1) * e) - k * e);
@@ -196,13 +249,15 @@ void AllreduceCore::fail_all(const std::string& reason) {
     t->segments.clear();
     t->snd_una = t->next_seq;  // nothing outstanding any more
     t->min_deadline = UINT64_MAX;
+    t->agreement.reset();
   }
 }
 
 bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retransmission, FrameOut& out) {
   const size_t e = plan_.elems_per_packet;
   const size_t first = o.chunk * e;
-  const uint32_t n = static_cast<uint32_t>(std::min(o.op->count, first + e) - first);
+  const uint32_t n = o.op ? static_cast<uint32_t>(std::min(o.op->count, first + e) - first)
+                          : static_cast<uint32_t>(o.replay->size());
   const uint32_t len = wire::frame_length(n);
   uint8_t* p = out.begin_frame(len);
   if (!p) return false;
@@ -211,7 +266,7 @@ bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retra
   t.hdr.type = static_cast<uint8_t>(retransmission ? wire::PacketType::kRetransmission
                                                    : wire::PacketType::kAggregateUp);
   wire::write_headers(p, t.hdr);
-  std::memcpy(p + wire::kPayloadOffset, o.op->data + first, 4 * size_t{n});
+  std::memcpy(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n});
   out.end_frame(len);
   ++t.hdr.ip_id;
   ++t.st.packets_sent;
@@ -220,14 +275,15 @@ bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retra
 }
 
 bool AllreduceCore::send_new(Tree& t, uint64_t now_ns, FrameOut& out) {
-  if (t.segments.empty() || t.in_flight() >= t.cc.window()) return false;
+  if (t.state != Tree::State::kActive || t.segments.empty() || t.in_flight() >= t.cc.window()) return false;
   if (t.in_flight() >= t.ring.size()) t.grow_ring();
   Tree::Segment& seg = t.segments.front();
   const uint32_t seq = t.next_seq;
   Outstanding& o = t.at(seq);
   o = Outstanding{};
   o.op = seg.op;
-  o.chunk = t.index + trees_.size() * (seq - seg.first_seq);
+  o.replay = seg.replay;
+  o.chunk = seg.first_chunk + seg.stride * (seq - seg.first_seq);
   if (!send_chunk(t, o, seq, false, out)) return false;
   o.sent_ns = now_ns;
   o.rto_ns = t.rto_ns;
@@ -238,37 +294,63 @@ bool AllreduceCore::send_new(Tree& t, uint64_t now_ns, FrameOut& out) {
   return true;
 }
 
+// Every expiry of a chunk's deadline counts against its retry budget, whether
+// or not its retransmission can be written at once: when the transmit path
+// stays full (a dead link or peer), the budget still ends the wait.
 bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget) {
-  if (now_ns < t.min_deadline) return true;
+  if (t.state != Tree::State::kActive || (now_ns < t.min_deadline && !t.resend_pending)) return true;
   const CongestionParams& c = plan_.congestion;
   uint64_t next = UINT64_MAX;
   bool ok = true;
+  t.resend_pending = false;
   for (uint32_t s = t.snd_una; s != t.next_seq; ++s) {
     Outstanding& o = t.at(s);
     if (o.acked) continue;
-    if (ok && o.deadline_ns <= now_ns) {
-      if (o.retries >= c.retry_budget) {
-        fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) +
-                 ": chunk " + std::to_string(o.chunk) + " of allreduce #" + std::to_string(o.op->id) +
-                 " (sequence " + std::to_string(s) + ") got no result after " + std::to_string(o.retries) +
-                 " retransmissions (retry_budget); the job cannot finish");
+    if (o.deadline_ns <= now_ns) {
+      // Only a tree that has answered this worker before can die: before its
+      // first result, silence means a worker that has not started yet.
+      if (t.backup >= 0 && t.last_result_ns > 0 && o.retries >= c.failover_after) {
+        begin_failover(t, now_ns);
+        return !failed();
+      }
+      // The budget is spent only when, besides retry_budget timeouts of this
+      // chunk, the tree has answered nothing for retry_budget x rto_max: a
+      // chunk may wait that long for a worker whose own chunk is being
+      // recovered (its contribution cannot come earlier), and every worker's
+      // recovery of a lost chunk fits in that time.
+      const uint64_t silent_since = std::max(t.last_result_ns, o.sent_ns);
+      const uint64_t patience = uint64_t{c.retry_budget} * c.rto_max_us * 1000;
+      if (o.retries >= c.retry_budget && now_ns - silent_since >= patience) {
+        const std::string what =
+            o.op ? "chunk " + std::to_string(o.chunk) + " of allreduce #" + std::to_string(o.op->id)
+                 : std::string("a replayed contribution");
+        fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) + ": " +
+                 what + " (sequence " + std::to_string(s) + ") got no result after " +
+                 std::to_string(o.retries) +
+                 " retransmissions (retry_budget), and the tree answered nothing for " +
+                 std::to_string((now_ns - silent_since) / 1000000) + " ms; the job cannot finish");
         return false;
       }
-      if (budget == 0 || !send_chunk(t, o, s, true, out)) {
-        ok = false;  // transmit path full: retry on the next poll
-      } else {
+      ++o.retries;
+      o.rto_ns = std::min<uint64_t>(static_cast<uint64_t>(static_cast<double>(o.rto_ns) * c.rto_backoff),
+                                    uint64_t{c.rto_max_us} * 1000);
+      o.retransmitted = true;  // Karn: no RTT sample from this chunk any more
+      o.resend = true;
+      o.deadline_ns = now_ns + o.rto_ns;
+      ++t.st.timeouts;
+      ++totals_.timeouts;
+    }
+    if (o.resend && ok) {
+      if (budget > 0 && send_chunk(t, o, s, true, out)) {
         --budget;
-        ++o.retries;
-        o.retransmitted = true;
-        o.rto_ns = std::min<uint64_t>(static_cast<uint64_t>(static_cast<double>(o.rto_ns) * c.rto_backoff),
-                                      uint64_t{c.rto_max_us} * 1000);
-        o.deadline_ns = now_ns + o.rto_ns;
-        ++t.st.timeouts;
+        o.resend = false;
         ++t.st.retransmissions;
-        ++totals_.timeouts;
         ++totals_.retransmissions;
+      } else {
+        ok = false;  // transmit path full: written on a later poll
       }
     }
+    t.resend_pending |= o.resend;  // tried again on every poll until written
     next = std::min(next, o.deadline_ns);
   }
   t.min_deadline = next;
@@ -304,7 +386,7 @@ uint32_t AllreduceCore::poll(uint64_t now_ns, FrameOut& out, uint32_t max_frames
 uint64_t AllreduceCore::next_timer_ns() const {
   uint64_t m = UINT64_MAX;
   for (const auto& t : trees_) {
-    if (t->in_flight() > 0) m = std::min(m, t->min_deadline);
+    if (t->state == Tree::State::kActive && t->in_flight() > 0) m = std::min(m, t->min_deadline);
   }
   return m;
 }
@@ -312,7 +394,8 @@ uint64_t AllreduceCore::next_timer_ns() const {
 bool AllreduceCore::can_send() const {
   if (failed()) return false;
   for (const auto& t : trees_) {
-    if (!t->segments.empty() && t->in_flight() < t->cc.window()) return true;
+    if (t->state == Tree::State::kActive && !t->segments.empty() && t->in_flight() < t->cc.window())
+      return true;
   }
   return false;
 }
@@ -337,6 +420,12 @@ bool AllreduceCore::on_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns
 void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t* payload, uint64_t now_ns) {
   ++t.st.packets_received;
   ++totals_.packets_received;
+  if (t.state != Tree::State::kActive) {
+    // Dead for this worker (its state is frozen at the failover) or a standby
+    // not in use yet: nothing this worker waits for comes from it.
+    ++t.st.results_ignored;
+    return;
+  }
   const uint32_t seq = h.seq;
   // Unsigned distance from the oldest unacknowledged sequence handles wrap.
   if (seq - t.snd_una >= t.in_flight()) {
@@ -357,17 +446,24 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   }
   const size_t e = plan_.elems_per_packet;
   const size_t first = o.chunk * e;
-  const size_t n = std::min(o.op->count, first + e) - first;
+  const size_t n = o.op ? std::min(o.op->count, first + e) - first : o.replay->size();
   if (h.elem_count != n) {
     ++t.st.unexpected_results;
     ++totals_.unexpected_results;
     return;
   }
-  std::memcpy(o.op->data + first, payload, 4 * n);
   o.acked = true;
-  t.st.bytes_completed += 4 * n;
-  totals_.bytes_completed += 4 * n;
-  if (observer_) observer_(o.op->id, o.chunk);
+  o.resend = false;
+  t.last_result_ns = std::max<uint64_t>(now_ns, 1);
+  if (o.op) {  // a replayed contribution's result is already in this worker's buffer
+    if (t.backup >= 0) keep_contribution(t, seq, o.op->data + first, static_cast<uint32_t>(n));
+    std::memcpy(o.op->data + first, payload, 4 * n);
+    if (!o.op->agreement) {
+      t.st.bytes_completed += 4 * n;
+      totals_.bytes_completed += 4 * n;
+      if (observer_) observer_(o.op->id, o.chunk);
+    }
+  }
 
   // RTT sample (Karn: only from chunks sent once), RFC 6298 estimator.
   if (!o.retransmitted && now_ns >= o.sent_ns) {
@@ -393,9 +489,186 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   }
   t.cc.on_result(ce, h.cwnd_cap);
 
-  Op& op = *o.op;
-  if (--op.remaining == 0) finish(op, OpStatus::kDone, "");
+  Op* op = o.op;
   while (t.snd_una != t.next_seq && t.at(t.snd_una).acked) ++t.snd_una;
+  if (op && --op->remaining == 0) {
+    if (op->agreement) {
+      complete_failover(t, now_ns);
+    } else {
+      finish(*op, OpStatus::kDone, "");
+    }
+  }
+}
+
+// ---------------------------------------------------------------- failover
+
+// Before a result overwrites a contribution, keep a copy: if the tree dies
+// before every worker has this result, the replay on the backup needs it.
+void AllreduceCore::keep_contribution(Tree& t, uint32_t seq, const float* src, uint32_t n) {
+  // Capacity: 2x the largest window this worker may have had, so that every
+  // sequence in [snd_una - window, next_seq) keeps its copy (docs/protocol.md).
+  const uint32_t cap = std::max<uint32_t>({t.cc.cap(), t.plan.initial_cwnd_cap, 1});
+  const size_t e = plan_.elems_per_packet;
+  if (cap > t.kept_for_cap) {
+    size_t size = 1;
+    while (size < 2 * size_t{std::min<uint32_t>(cap, 4096)}) size *= 2;
+    if (size > t.kept_seq.size()) {
+      std::vector<uint32_t> seqs(size), ns(size);
+      std::vector<uint8_t> valid(size, 0);
+      std::vector<float> data(size * e);
+      for (size_t i = 0; i < t.kept_seq.size(); ++i) {
+        if (!t.kept_valid[i]) continue;
+        const size_t j = t.kept_seq[i] & (size - 1);
+        seqs[j] = t.kept_seq[i];
+        ns[j] = t.kept_n[i];
+        valid[j] = 1;
+        std::memcpy(&data[j * e], &t.kept_data[i * e], 4 * size_t{t.kept_n[i]});
+      }
+      t.kept_seq.swap(seqs);
+      t.kept_n.swap(ns);
+      t.kept_valid.swap(valid);
+      t.kept_data.swap(data);
+    }
+    t.kept_for_cap = cap;
+  }
+  const size_t j = seq & (t.kept_seq.size() - 1);
+  t.kept_seq[j] = seq;
+  t.kept_n[j] = n;
+  t.kept_valid[j] = 1;
+  std::memcpy(&t.kept_data[j * e], src, 4 * size_t{n});
+}
+
+namespace {
+
+// The agreement vector: 4 floats per rank (exact integers below 2^16).
+constexpr size_t kAgreementFields = 4;
+
+void put_u32(float* v, uint32_t x) {
+  v[0] = static_cast<float>(x & 0xFFFFu);
+  v[1] = static_cast<float>(x >> 16);
+}
+
+uint32_t get_u32(const float* v) {
+  return static_cast<uint32_t>(v[0]) | (static_cast<uint32_t>(v[1]) << 16);
+}
+
+}  // namespace
+
+// Tree t stopped answering this worker: stop using it (its state freezes) and
+// send the agreement vector on its backup.
+void AllreduceCore::begin_failover(Tree& t, uint64_t now_ns) {
+  Tree& b = *trees_[static_cast<size_t>(t.backup)];
+  t.state = Tree::State::kDead;
+  t.dead_at_ns = now_ns;
+  t.min_deadline = UINT64_MAX;
+  ++totals_.failovers;
+  // The oldest sequence this worker can contribute again: everything it has
+  // not acknowledged is still in the user's buffer; below snd_una (and for
+  // sequences acknowledged out of order) only the kept copies remain.
+  const uint32_t una = t.snd_una;
+  uint32_t lowest = una;
+  const size_t ks = t.kept_seq.size();
+  while (ks > 0 && lowest > 0 && una - (lowest - 1) < ks) {
+    const size_t j = (lowest - 1) & (ks - 1);
+    if (!t.kept_valid[j] || t.kept_seq[j] != lowest - 1) break;
+    --lowest;
+  }
+  b.agreement_data.assign(kAgreementFields * plan_.world_size, 0.0f);
+  float* mine = &b.agreement_data[kAgreementFields * plan_.rank];
+  put_u32(mine, una);
+  put_u32(mine + 2, lowest);
+  auto op = std::make_unique<Op>();
+  op->id = 0;
+  op->data = b.agreement_data.data();
+  op->count = b.agreement_data.size();
+  op->chunks = (op->count + plan_.elems_per_packet - 1) / plan_.elems_per_packet;
+  op->remaining = op->chunks;
+  op->agreement = true;
+  b.state = Tree::State::kActive;
+  b.agreement_seqs = static_cast<uint32_t>(op->chunks);
+  b.segments.push_front(Tree::Segment{op.get(), 0, b.agreement_seqs, 0, 1, nullptr});
+  b.issued_end = b.agreement_seqs;
+  b.agreement = std::move(op);
+}
+
+// The agreement vector's sum arrived on backup b: every worker now knows the
+// same restart point. Move the dead primary's sequences [S0, ...) to b.
+void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
+  Tree& t = *trees_[static_cast<size_t>(b.primary)];
+  const std::vector<float>& v = b.agreement_data;
+  uint32_t s0 = UINT32_MAX, need = 0, who = 0;
+  for (uint32_t r = 0; r < plan_.world_size; ++r) {
+    const uint32_t una = get_u32(&v[kAgreementFields * r]);
+    const uint32_t lowest = get_u32(&v[kAgreementFields * r + 2]);
+    s0 = std::min(s0, una);
+    if (lowest > need) {
+      need = lowest;
+      who = r;
+    }
+  }
+  b.agreement.reset();
+  t.agreed_at_ns = now_ns;
+  t.restart_seq = s0;
+  if (need > s0) {
+    fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) +
+             ": cannot fail over to tree " + std::to_string(b.plan.tree_id) + ": the restart sequence is " +
+             std::to_string(s0) + " but rank " + std::to_string(who) + " kept contributions only from " +
+             std::to_string(need));
+    return;
+  }
+  auto append = [&](Tree::Segment seg, uint64_t bytes) {
+    seg.first_seq = static_cast<uint32_t>(b.issued_end);
+    b.issued_end += seg.count;
+    b.segments.push_back(std::move(seg));
+    t.st.bytes_issued -= bytes;
+    b.st.bytes_issued += bytes;
+  };
+  const size_t e = plan_.elems_per_packet;
+  const size_t ks = t.kept_seq.size();
+  for (uint32_t s = s0; s != t.next_seq; ++s) {
+    const bool acked = s - t.snd_una >= t.in_flight() || t.at(s).acked;
+    if (acked) {
+      const size_t j = ks ? (s & (ks - 1)) : 0;
+      if (ks == 0 || !t.kept_valid[j] || t.kept_seq[j] != s) {
+        fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) +
+                 ": cannot fail over: the contribution of sequence " + std::to_string(s) + " was not kept");
+        return;
+      }
+      auto copy =
+          std::make_shared<std::vector<float>>(&t.kept_data[j * e], &t.kept_data[j * e] + t.kept_n[j]);
+      append(Tree::Segment{nullptr, 0, 1, 0, 0, std::move(copy)}, 0);
+      ++t.st.replayed_kept;
+    } else {
+      const Outstanding& o = t.at(s);
+      const size_t first = o.chunk * e;
+      append(Tree::Segment{o.op, 0, 1, o.chunk, 1, nullptr}, 4 * (std::min(o.op->count, first + e) - first));
+      ++t.st.replayed_unanswered;
+    }
+  }
+  // Chunks issued to t but never sent, including later allreduces started
+  // since t was declared dead; from now on start() sends t's chunks to b.
+  for (size_t i = 0; i < t.segments.size(); ++i) {
+    Tree::Segment seg = t.segments[i];
+    if (i == 0 && t.next_seq != seg.first_seq) {
+      const uint32_t done = t.next_seq - seg.first_seq;
+      seg.first_chunk += seg.stride * done;
+      seg.count -= done;
+    }
+    uint64_t bytes = 0;
+    for (uint32_t j = 0; j < seg.count; ++j) {
+      const size_t first = (seg.first_chunk + seg.stride * j) * e;
+      bytes += 4 * (std::min(seg.op->count, first + e) - first);
+    }
+    append(seg, bytes);
+  }
+  t.segments.clear();
+  t.snd_una = t.next_seq;
+  t.redirect = static_cast<int>(b.index);
+  t.kept_seq.clear();
+  t.kept_n.clear();
+  t.kept_valid.clear();
+  t.kept_data.clear();
+  t.kept_for_cap = 0;
 }
 
 CommStats AllreduceCore::stats() const {
@@ -410,6 +683,15 @@ CommStats AllreduceCore::stats() const {
     ts.next_seq = t->next_seq;
     ts.srtt_us = t->have_rtt ? t->srtt_ns / 1000.0 : 0.0;
     ts.rto_us = static_cast<double>(t->rto_ns) / 1000.0;
+    ts.backup_for = t->plan.backup_for;
+    ts.state = t->agreement                        ? "agreeing"
+               : t->state == Tree::State::kDead    ? "dead"
+               : t->state == Tree::State::kStandby ? "standby"
+                                                   : "active";
+    ts.dead_at_ns = t->dead_at_ns;
+    ts.agreed_at_ns = t->agreed_at_ns;
+    ts.last_result_ns = t->last_result_ns;
+    ts.restart_seq = t->restart_seq;
     s.trees.push_back(ts);
   }
   return s;

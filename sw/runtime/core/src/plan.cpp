@@ -3,6 +3,7 @@
 // I/O and links no JSON library.
 #include "panama/runtime/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -36,6 +37,26 @@ void validate_plan(const Plan& p) {
       fail(w + ".tree_id", "duplicate tree id " + std::to_string(p.trees[i].tree_id));
     if (p.trees[i].child_id > 63) fail(w + ".child_id", "out of range [0, 63]");
     if (p.trees[i].initial_cwnd_cap < 1) fail(w + ".initial_cwnd_cap", "must be at least 1");
+    if (p.trees[i].uplink >= std::max<size_t>(1, p.devices.size())) {
+      fail(w + ".uplink", "no such uplink (the plan has " +
+                              std::to_string(std::max<size_t>(1, p.devices.size())) + ", see devices)");
+    }
+  }
+  if (p.devices.size() == 1 || p.devices.size() > 2) fail("devices", "two uplinks, or none (use device)");
+  if (!p.devices.empty() && !p.device.empty() && p.device != p.devices[0])
+    fail("device", "must be devices[0] when devices is given");
+  // Backups: each stands by for one primary of this plan, a primary has at most one.
+  std::set<int> primaries, backed_up;
+  for (const TreePlan& t : p.trees) {
+    if (t.backup_for < 0) primaries.insert(t.tree_id);
+  }
+  if (primaries.empty()) fail("trees", "at least one primary tree (without backup_for) is required");
+  for (size_t i = 0; i < p.trees.size(); ++i) {
+    const int b = p.trees[i].backup_for;
+    if (b < 0) continue;
+    const std::string w = "trees[" + std::to_string(i) + "].backup_for";
+    if (b > 255 || !primaries.count(b)) fail(w, "no primary tree with id " + std::to_string(b));
+    if (!backed_up.insert(b).second) fail(w, "tree " + std::to_string(b) + " already has a backup");
   }
   const CongestionParams& c = p.congestion;
   if (!(c.g >= 0 && c.g <= 1)) fail("congestion.g", "out of range [0, 1]");
@@ -47,22 +68,25 @@ void validate_plan(const Plan& p) {
     fail("congestion.rto_min_us", "must be in [1, rto_max_us]");
   if (c.rto_initial_us < 1) fail("congestion.rto_initial_us", "must be at least 1");
   if (!(c.rto_backoff >= 1)) fail("congestion.rto_backoff", "must be at least 1");
+  if (c.failover_after < 1) fail("congestion.failover_after", "must be at least 1");
 }
 
 bool operator==(const CongestionParams& a, const CongestionParams& b) {
   return a.g == b.g && a.initial_alpha == b.initial_alpha && a.initial_cwnd == b.initial_cwnd &&
          a.ssthresh == b.ssthresh && a.rto_initial_us == b.rto_initial_us && a.rto_min_us == b.rto_min_us &&
-         a.rto_max_us == b.rto_max_us && a.rto_backoff == b.rto_backoff && a.retry_budget == b.retry_budget;
+         a.rto_max_us == b.rto_max_us && a.rto_backoff == b.rto_backoff && a.retry_budget == b.retry_budget &&
+         a.failover_after == b.failover_after;
 }
 bool operator==(const TreePlan& a, const TreePlan& b) {
   return a.tree_id == b.tree_id && a.child_id == b.child_id && a.dst_mac == b.dst_mac &&
-         a.dst_ip == b.dst_ip && a.initial_cwnd_cap == b.initial_cwnd_cap;
+         a.dst_ip == b.dst_ip && a.initial_cwnd_cap == b.initial_cwnd_cap && a.backup_for == b.backup_for &&
+         a.uplink == b.uplink;
 }
 bool operator==(const Plan& a, const Plan& b) {
   return a.job_id == b.job_id && a.rank == b.rank && a.world_size == b.world_size &&
-         a.udp_port == b.udp_port && a.device == b.device && a.local_mac == b.local_mac &&
-         a.local_ip == b.local_ip && a.elems_per_packet == b.elems_per_packet && a.dscp == b.dscp &&
-         a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion;
+         a.udp_port == b.udp_port && a.device == b.device && a.devices == b.devices &&
+         a.local_mac == b.local_mac && a.local_ip == b.local_ip && a.elems_per_packet == b.elems_per_packet &&
+         a.dscp == b.dscp && a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion;
 }
 
 }  // namespace panama::runtime

@@ -106,7 +106,7 @@ CongestionParams parse_congestion(const json& c, const std::string& where) {
   if (!c.is_object()) fail(where, "expected an object");
   reject_unknown(c, where,
                  {"g", "initial_alpha", "initial_cwnd", "ssthresh", "rto_initial_us", "rto_min_us",
-                  "rto_max_us", "rto_backoff", "retry_budget"});
+                  "rto_max_us", "rto_backoff", "retry_budget", "failover_after"});
   CongestionParams p;
   opt_double(c, where, "g", p.g, 0.0, 1.0);
   opt_double(c, where, "initial_alpha", p.initial_alpha, 0.0, 1.0);
@@ -117,18 +117,22 @@ CongestionParams parse_congestion(const json& c, const std::string& where) {
   opt_uint(c, where, "rto_max_us", p.rto_max_us, 1, 60000000);
   opt_double(c, where, "rto_backoff", p.rto_backoff, 1.0, 16.0);
   opt_uint(c, where, "retry_budget", p.retry_budget, 0, 1000000);
+  opt_uint(c, where, "failover_after", p.failover_after, 1, 1000000);
   return p;
 }
 
 TreePlan parse_tree(const json& t, const std::string& where) {
   if (!t.is_object()) fail(where, "expected an object");
-  reject_unknown(t, where, {"tree_id", "child_id", "dst_mac", "dst_ip", "initial_cwnd_cap"});
+  reject_unknown(t, where,
+                 {"tree_id", "child_id", "dst_mac", "dst_ip", "initial_cwnd_cap", "backup_for", "uplink"});
   TreePlan p;
   p.tree_id = static_cast<uint8_t>(get_uint(require(t, where, "tree_id"), join(where, "tree_id"), 0, 255));
   p.child_id = static_cast<uint16_t>(get_uint(require(t, where, "child_id"), join(where, "child_id"), 0, 63));
   p.dst_mac = mac_at(require(t, where, "dst_mac"), join(where, "dst_mac"));
   p.dst_ip = ip_at(require(t, where, "dst_ip"), join(where, "dst_ip"));
   opt_uint(t, where, "initial_cwnd_cap", p.initial_cwnd_cap, 1, 0xFFFF);
+  opt_uint(t, where, "backup_for", p.backup_for, 0, 255);
+  opt_uint(t, where, "uplink", p.uplink, 0, 1);
   return p;
 }
 
@@ -143,7 +147,7 @@ Plan parse_plan(const std::string& text) {
   }
   if (!j.is_object()) fail("", "plan must be a JSON object");
   reject_unknown(j, "",
-                 {"job_id", "rank", "world_size", "udp_port", "device", "local_mac", "local_ip",
+                 {"job_id", "rank", "world_size", "udp_port", "device", "devices", "local_mac", "local_ip",
                   "elems_per_packet", "dscp", "ttl", "trees", "congestion"});
   Plan p;
   p.job_id = static_cast<uint16_t>(get_uint(require(j, "", "job_id"), "job_id", 0, 0xFFFF));
@@ -151,6 +155,11 @@ Plan parse_plan(const std::string& text) {
   p.world_size = static_cast<uint32_t>(get_uint(require(j, "", "world_size"), "world_size", 1, 0xFFFFFFFF));
   opt_uint(j, "", "udp_port", p.udp_port, 1, 0xFFFF);
   if (const json* v = find(j, "device")) p.device = get_string(*v, "device");
+  if (const json* v = find(j, "devices")) {
+    if (!v->is_array()) fail("devices", "expected an array of DPDK port names");
+    for (size_t i = 0; i < v->size(); ++i)
+      p.devices.push_back(get_string((*v)[i], "devices[" + std::to_string(i) + "]"));
+  }
   p.local_mac = mac_at(require(j, "", "local_mac"), "local_mac");
   p.local_ip = ip_at(require(j, "", "local_ip"), "local_ip");
   opt_uint(j, "", "elems_per_packet", p.elems_per_packet, 1, wire::kMaxElemsPerFrame);
@@ -184,6 +193,7 @@ std::string plan_to_json(const Plan& p) {
   j["world_size"] = p.world_size;
   j["udp_port"] = p.udp_port;
   if (!p.device.empty()) j["device"] = p.device;
+  if (!p.devices.empty()) j["devices"] = p.devices;
   j["local_mac"] = config::format_mac(p.local_mac);
   j["local_ip"] = config::format_ipv4(p.local_ip);
   j["elems_per_packet"] = p.elems_per_packet;
@@ -191,11 +201,14 @@ std::string plan_to_json(const Plan& p) {
   j["ttl"] = p.ttl;
   j["trees"] = json::array();
   for (const TreePlan& t : p.trees) {
-    j["trees"].push_back({{"tree_id", t.tree_id},
-                          {"child_id", t.child_id},
-                          {"dst_mac", config::format_mac(t.dst_mac)},
-                          {"dst_ip", config::format_ipv4(t.dst_ip)},
-                          {"initial_cwnd_cap", t.initial_cwnd_cap}});
+    json tj = {{"tree_id", t.tree_id},
+               {"child_id", t.child_id},
+               {"dst_mac", config::format_mac(t.dst_mac)},
+               {"dst_ip", config::format_ipv4(t.dst_ip)},
+               {"initial_cwnd_cap", t.initial_cwnd_cap}};
+    if (t.backup_for >= 0) tj["backup_for"] = t.backup_for;
+    if (t.uplink != 0) tj["uplink"] = t.uplink;
+    j["trees"].push_back(tj);
   }
   const CongestionParams& c = p.congestion;
   j["congestion"] = {{"g", c.g},
@@ -206,7 +219,8 @@ std::string plan_to_json(const Plan& p) {
                      {"rto_min_us", c.rto_min_us},
                      {"rto_max_us", c.rto_max_us},
                      {"rto_backoff", c.rto_backoff},
-                     {"retry_budget", c.retry_budget}};
+                     {"retry_budget", c.retry_budget},
+                     {"failover_after", c.failover_after}};
   return j.dump(2) + "\n";
 }
 

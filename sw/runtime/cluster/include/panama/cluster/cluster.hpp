@@ -25,6 +25,7 @@ struct ClusterOptions {
   std::string topology = "single";  // "single" or "two-tier"
   uint32_t workers = 4;             // per job
   uint32_t leaves = 2, spines = 2;  // two-tier only
+  bool dual_homed = false;          // two-tier: every worker has two uplinks (two planes of leaves)
   uint32_t trees = 2;
   uint32_t jobs = 1;
   uint64_t elems = 16u << 20;  // fp32 elements per allreduce (64 MiB)
@@ -56,6 +57,15 @@ struct ClusterOptions {
   // Every node a thread of this one process, links net_ring pairs (no memif
   // copies, no process switches); else one process per node over memif.
   bool in_process = false;
+  // Tree failover (docs/cluster.md, "Tree failover"): a standby tree per tree,
+  // and the workers' failover threshold (0: the runtime's default).
+  bool backup_trees = false;
+  uint32_t failover_after = 0;
+  // Failure injection: this PSwitch gets `fail_signal` ("STOP" or "KILL") once
+  // `fail_at` of all the run's bytes are done.
+  std::string fail_switch;
+  std::string fail_signal = "STOP";
+  double fail_at = 0.3;
 };
 
 // Runs the whole virtual cluster; returns the exit code (0: every result
@@ -65,6 +75,7 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe);
 struct WorkerOptions {
   std::string plan_path;
   std::string vdev;
+  std::string vdev2;  // a dual-homed worker's second uplink
   std::string file_prefix;
   uint64_t seed = 1;
   uint64_t elems = 0;

@@ -59,6 +59,13 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
   app.add_flag("--keep", opt.keep, "keep the run directory");
   app.add_option("--retry-budget", opt.retry_budget,
                  "retransmissions of one chunk before an allreduce fails (0: the runtime's default)");
+  app.add_flag("--dual-homed", opt.dual_homed,
+               "two-tier: every worker has two uplinks, to a leaf of each of two planes (dual-ToR)");
+  app.add_flag("--backup-trees", opt.backup_trees,
+               "a standby tree per tree on another spine: workers fail over to it when a tree dies");
+  app.add_option(
+      "--failover-after", opt.failover_after,
+      "timeouts of one chunk before a tree with a standby is declared dead (0: the runtime's default)");
 }
 
 }  // namespace panama::cluster

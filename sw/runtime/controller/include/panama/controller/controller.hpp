@@ -75,6 +75,10 @@ struct JobDesc {
   uint32_t trees = 1;
   double weight = 1.0;
   uint8_t dscp = 0;
+  // One standby tree per tree (ids trees..2·trees-1, tree trees+t stands by for
+  // t), rooted at another candidate root: the workers fail over to it when t
+  // stops answering (docs/protocol.md, "Tree failover").
+  bool backup_trees = false;
 };
 
 struct JobsDesc {
@@ -92,7 +96,8 @@ JobsDesc parse_jobs(const nlohmann::json& j);
 struct WorkerOutput {
   std::string host;
   runtime::Plan plan;
-  std::string vdev;  // e.g. "net_memif0,role=client,socket=/tmp/panama-cluster/w0.sock"
+  std::string vdev;                // e.g. "net_memif0,role=client,socket=/tmp/panama-cluster/w0.sock"
+  std::vector<std::string> vdevs;  // one per uplink (two for a dual-homed host); vdev is the first
 };
 
 struct SwitchOutput {
@@ -106,6 +111,7 @@ struct TreeInfo {
   uint8_t tree;
   std::string root;
   uint32_t multicast_ip;  // the group the results are sent to
+  int backup_for = -1;    // a standby tree: the tree it stands by for
 };
 
 struct Deployment {
@@ -128,8 +134,11 @@ config::MacAddress multicast_mac(uint32_t group_ip);
 
 // Built-in descriptions used by panama-cluster: `workers` hosts on one PSwitch,
 // or a leaf-spine fabric with `leaves` leaves and `spines` spines, workers
-// spread round-robin over the leaves.
+// spread round-robin over the leaves. `dual_homed` (an even number of
+// leaves): two planes as with dual-ToR, worker i's uplink 0 to leaf
+// i mod L/2 and its uplink 1 to leaf L/2 + i mod L/2.
 nlohmann::json single_switch_cluster(uint32_t workers, double rate_gbps);
-nlohmann::json two_tier_cluster(uint32_t workers, uint32_t leaves, uint32_t spines, double rate_gbps);
+nlohmann::json two_tier_cluster(uint32_t workers, uint32_t leaves, uint32_t spines, double rate_gbps,
+                                bool dual_homed = false);
 
 }  // namespace panama::controller

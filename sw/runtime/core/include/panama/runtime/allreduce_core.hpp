@@ -5,9 +5,9 @@
 // The DPDK runtime, the tests and simulators drive this same class.
 //
 //  - start(data, n) issues an in-place allreduce of n floats. It is cut into
-//    chunks of elems_per_packet; chunk k goes to tree k mod T with sequence
-//    base_t + k div T, where base_t counts the sequences tree t used before
-//    (sequences never restart within the communicator's life).
+//    chunks of elems_per_packet; chunk k goes to primary tree k mod T with
+//    sequence base_t + k div T, where base_t counts the sequences tree t used
+//    before (sequences never restart within the communicator's life).
 //  - poll(now, out) sends new chunks as each tree's window allows (sequences in
 //    order; outstanding span next_seq - oldest_unacked <= window <= cwnd_cap)
 //    and retransmits chunks whose RTO expired (type 3, same payload, RTO
@@ -19,6 +19,16 @@
 //    outstanding sequence is copied into the user's buffer (exactly once),
 //    acknowledges the chunk and drives the tree's congestion control;
 //    duplicates and results for sequences never sent are counted and ignored.
+//  - Tree failover (docs/protocol.md, "Tree failover"): a primary tree with a
+//    backup in the plan keeps a copy of the contributions of its most recent
+//    results. When one of its chunks times out failover_after times, the tree
+//    is dead for this worker: the worker sends an agreement vector (its
+//    oldest unacknowledged sequence on the tree and the oldest it can still
+//    contribute) as sequences 0.. of the backup tree; the sum tells every
+//    worker the same restart point S0, and the dead tree's sequences from S0
+//    on, including later allreduces' chunks, continue on the backup with
+//    sequence m + (s - S0). A backup that dies fails the job after the retry
+//    budget, as a tree without backup does.
 //
 // Not thread-safe: one thread (or a lock held by the caller) at a time.
 #pragma once
@@ -77,7 +87,21 @@ struct TreeStats {
   uint64_t cwnd_reductions = 0;
   double cwnd = 0;
   double alpha = 0;
-  uint16_t cwnd_cap = 0;   // latest cap (initial_cwnd_cap before any result)
+  uint16_t cwnd_cap = 0;    // latest cap (initial_cwnd_cap before any result)
+  int16_t backup_for = -1;  // the plan's: the primary tree id this tree stands by for
+  // Failover: "active", "standby" (a backup not in use), "dead" (stopped
+  // using it; its later results are ignored) or "agreeing" (a backup carrying
+  // the agreement vector).
+  std::string state;
+  uint64_t results_ignored = 0;  // results that arrived after this tree was declared dead
+  // For a dead primary: when it was declared dead and when the restart point
+  // was agreed (core clock, ns; 0 = not yet), the time of its last result
+  // before that, and the agreed restart sequence.
+  uint64_t dead_at_ns = 0, agreed_at_ns = 0, last_result_ns = 0;
+  uint32_t restart_seq = 0;
+  // Sent again on the backup: contributions this worker already had the
+  // result of (from kept copies) and chunks it was still waiting for.
+  uint64_t replayed_kept = 0, replayed_unanswered = 0;
   uint32_t in_flight = 0;  // next_seq - oldest unacknowledged
   uint32_t next_seq = 0;
   double srtt_us = 0;  // smoothed RTT (0 before the first sample)
@@ -91,6 +115,7 @@ struct CommStats {
   uint64_t packets_sent = 0, packets_received = 0, retransmissions = 0, timeouts = 0, results_ce = 0;
   uint64_t duplicate_results = 0, unexpected_results = 0;
   uint64_t malformed_results = 0;  // result-down frames of this job with bad lengths/types, unknown tree
+  uint64_t failovers = 0;          // primary trees this worker failed over to their backup
   std::vector<TreeStats> trees;
 };
 
@@ -111,7 +136,9 @@ class AllreduceCore {
   OpStatus status(OpId id) const;       // kFailed for unknown ids
   std::string op_error(OpId id) const;  // why it failed ("" otherwise)
   void release(OpId id);                // forget a finished op
-  size_t pending_ops() const { return pending_; }
+  // Unfinished allreduces, plus one while this worker still owes other
+  // workers failover contributions (a caller keeps polling while non-zero).
+  size_t pending_ops() const { return pending_ + (failover_owed() ? 1 : 0); }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
   // Fails every unfinished allreduce and all later ones with `reason`.
@@ -144,6 +171,11 @@ class AllreduceCore {
   struct Tree;
   struct Outstanding;
 
+  bool failover_owed() const;
+  Tree& route(size_t primary);  // where new chunks of primary tree `primary` go now
+  void begin_failover(Tree& t, uint64_t now_ns);
+  void complete_failover(Tree& b, uint64_t now_ns);
+  void keep_contribution(Tree& t, uint32_t seq, const float* src, uint32_t n);
   bool send_new(Tree& t, uint64_t now_ns, FrameOut& out);
   bool send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retransmission, FrameOut& out);
   bool handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget);
@@ -154,6 +186,7 @@ class AllreduceCore {
 
   Plan plan_;
   std::vector<std::unique_ptr<Tree>> trees_;
+  std::vector<size_t> primaries_;  // indices into trees_ of the primary trees, plan order
   int16_t tree_index_[256];
   std::unordered_map<OpId, std::unique_ptr<Op>> ops_;
   std::vector<OpId> finished_released_;

@@ -39,6 +39,9 @@ struct CongestionParams {
   uint32_t rto_max_us = 1000000;
   double rto_backoff = 2.0;    // a chunk's RTO is multiplied by this on each of its timeouts
   uint32_t retry_budget = 20;  // retransmissions of one chunk before the allreduce fails
+  // Timeouts of one chunk after which a tree that has a backup tree is declared
+  // dead and the job fails over to the backup (docs/protocol.md, "Tree failover").
+  uint32_t failover_after = 6;
 };
 
 // One aggregation tree of the job as this worker sees it.
@@ -48,6 +51,13 @@ struct TreePlan {
   MacAddress dst_mac{};           // the leaf PSwitch
   uint32_t dst_ip = 0;            // host byte order
   uint16_t initial_cwnd_cap = 8;  // window bound until the first result brings a cwnd_cap
+  // -1: a primary tree (chunk k goes to primary k mod T). Otherwise this is the
+  // standby tree of the primary with this tree id: unused until that primary
+  // fails over (docs/protocol.md, "Tree failover").
+  int16_t backup_for = -1;
+  // Dual-homed workers: which of the plan's `devices` (uplinks) this tree's
+  // packets leave by. 0 for a single-homed worker.
+  uint8_t uplink = 0;
 };
 
 struct Plan {
@@ -56,6 +66,9 @@ struct Plan {
   uint32_t world_size = 1;
   uint16_t udp_port = wire::kDefaultUdpPort;  // PANAMA UDP port (source and destination)
   std::string device;                         // optional: DPDK port name this worker uses (e.g. "net_memif0")
+  // Dual-homed workers: the DPDK port names of the uplinks (trees[].uplink
+  // indexes them; device is then devices[0]). Empty: one uplink, `device`.
+  std::vector<std::string> devices;
   MacAddress local_mac{};
   uint32_t local_ip = 0;            // host byte order
   uint32_t elems_per_packet = 256;  // fp32 elements per packet (1 KiB payload)
