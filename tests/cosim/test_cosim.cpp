@@ -147,6 +147,52 @@ TEST_CASE("RtlEngine: register map identity and entry commands", "[cosim]") {
   CHECK(rtl.reg_read(regmap::kEntryStatus) == regmap::kStatusBadCommand);
 }
 
+TEST_CASE("RtlEngine: every commit is checked, a rejected one changes nothing", "[cosim]") {
+  // Entry 0 (enabled) owns slots 0..3 and holds half an aggregate. Commits
+  // of a DISABLED entry 1 over those slots or with entry 0's key are
+  // rejected and leave entry 0's partial sum intact; a disabled commit
+  // elsewhere is accepted and clears only its own range.
+  RtlEngine& rtl = shared_rtl();
+  rtl.reg_write(regmap::kControl, regmap::kControlReset | regmap::kControlEnable);
+  TableEntry e;
+  e.job = 3;
+  e.tree = 1;
+  e.fan_in = 2;
+  e.child_mask = 0x3;
+  e.slot_base = 0;
+  e.slot_count = 4;
+  REQUIRE(commit_entry(rtl, 0, e) == regmap::kStatusOk);
+  const std::vector<uint32_t> pa = {test::f2u(1.25f), test::f2u(-3.0f)};
+  const std::vector<uint32_t> pb = {test::f2u(0.5f), test::f2u(1.0e-40f)};
+  test::CollectSink sink;
+  auto f0 = test::make_frame(test::contribution(3, 1, 0, 2, 2), pa);
+  auto f1 = test::make_frame(test::contribution(3, 1, 1, 2, 2), pb);
+  CHECK(rtl.process_frame(f0.data(), static_cast<uint32_t>(f0.size()), sink).action ==
+        EngineAction::kAggregated);
+
+  TableEntry d = e;
+  d.enable = false;
+  d.job = 4;
+  d.slot_base = 2;  // overlaps entry 0's slots 2..3 (slot of seq 2 is 2)
+  d.slot_count = 4;
+  CHECK(commit_entry(rtl, 1, d) == regmap::kStatusSlotOverlap);
+  d.job = 3;  // entry 0's key, slots clear of it
+  d.slot_base = 8;
+  CHECK(commit_entry(rtl, 1, d) == regmap::kStatusDuplicateKey);
+  d.job = 4;
+  CHECK(commit_entry(rtl, 1, d) == regmap::kStatusOk);
+
+  const EngineOutcome o = rtl.process_frame(f1.data(), static_cast<uint32_t>(f1.size()), sink);
+  CHECK(o.action == EngineAction::kEmitted);
+  REQUIRE(sink.frames.size() == 1);
+  const auto sum = test::payload_of(sink.frames[0]);
+  REQUIRE(sum.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    volatile float x = test::u2f(pa[i]) + test::u2f(pb[i]);
+    CHECK(sum[i] == test::f2u(x));
+  }
+}
+
 TEST_CASE("RtlEngine: two contributions give their float sum, ECN OR and cwnd_cap minimum", "[cosim]") {
   RtlEngine& rtl = shared_rtl();
   rtl.reg_write(regmap::kControl, regmap::kControlReset | regmap::kControlEnable);
