@@ -285,8 +285,13 @@ module panama_decision #(
   // The new metadata word of the slot.
   bank_meta_t nb;
   always_comb begin
-    nb = '{state: n_state, count: n_count, ecn: n_ecn, cwnd: n_cwnd, elems: n_elems, seq: n_seq,
-           children: n_children};
+    nb.state = n_state;
+    nb.count = n_count;
+    nb.ecn = n_ecn;
+    nb.cwnd = n_cwnd;
+    nb.elems = n_elems;
+    nb.seq = n_seq;
+    nb.children = n_children;
     new_word = cur_word;
     if (top_write) new_word.top = d1_generation;
     if (meta_write) begin
