@@ -90,8 +90,9 @@ TEST_CASE("RTL accepts one beat per clock under full offered load", "[cosim][lin
     uint32_t bytes;
     bool same_slot_runs;
   };
-  for (const Case c : {Case{68, false}, Case{132, false}, Case{256, false}, Case{1500, false}, Case{9000, false},
-                       Case{64 + 64 * (kD - 1), true}, Case{1500, true}, Case{4096, true}}) {
+  for (const Case c :
+       {Case{68, false}, Case{132, false}, Case{256, false}, Case{1500, false}, Case{9000, false},
+        Case{64 + 64 * (kD - 1), true}, Case{1500, true}, Case{4096, true}}) {
     INFO("frame size " << c.bytes << " bytes, same-slot runs " << c.same_slot_runs);
     const Scenario sc = line_rate_scenario(c.bytes, 8, c.bytes >= 4096 ? 192 : 800, 4, c.same_slot_runs);
     const CompareResult r = compare(sc, shared_rtl(), StreamShaping{0.0, 0.0, 1});

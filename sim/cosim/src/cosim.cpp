@@ -241,8 +241,11 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
   }
 
   // Table: a few entries over disjoint slot ranges, small shares so that
-  // generations turn over quickly.
-  const uint32_t n_entries = 2 + static_cast<uint32_t>(rng() % (kEntries - 1));
+  // generations turn over quickly. Keys are drawn from 6 jobs x 3 trees, so
+  // at most 18 entries (a larger table would wait forever for a new key).
+  constexpr uint32_t kDistinctKeys = 6 * 3;
+  const uint32_t n_entries =
+      2 + static_cast<uint32_t>(rng() % (std::min<uint32_t>(kEntries, kDistinctKeys) - 1));
   std::vector<EntrySpec> entries;
   std::set<uint32_t> keys;
   uint32_t next_slot = 0;

@@ -107,11 +107,12 @@ int main(int argc, char** argv) {
         const Scenario sc = line_rate_scenario(bytes, 1, std::max<uint32_t>(bench_frames, 64), 64, true);
         const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1});
         const double frames_per_clk = static_cast<double>(r.frames) / static_cast<double>(r.stats.cycles);
-        std::printf("%u B one slot: %.3f beat/clk, %.4f frame/clk = %.1f Gbit/s wire-equivalent at 322.27 MHz, "
-                    "%.1f at 300 MHz%s\n",
-                    bytes, static_cast<double>(r.stats.in_beats) / static_cast<double>(r.stats.cycles),
-                    frames_per_clk, frames_per_clk * (bytes + 24) * 8 * 322.265625e6 / 1e9,
-                    frames_per_clk * (bytes + 24) * 8 * 300e6 / 1e9, r.ok ? "" : " (MISMATCH)");
+        std::printf(
+            "%u B one slot: %.3f beat/clk, %.4f frame/clk = %.1f Gbit/s wire-equivalent at 322.27 MHz, "
+            "%.1f at 300 MHz%s\n",
+            bytes, static_cast<double>(r.stats.in_beats) / static_cast<double>(r.stats.cycles),
+            frames_per_clk, frames_per_clk * (bytes + 24) * 8 * 322.265625e6 / 1e9,
+            frames_per_clk * (bytes + 24) * 8 * 300e6 / 1e9, r.ok ? "" : " (MISMATCH)");
         if (!r.ok) rc = report_failure(sc, r, fail_dir);
       }
       return rc;
