@@ -92,7 +92,11 @@ module panama_decision #(
     bank_meta_t  b0;
   } slot_meta_t;
 
-  (* ram_style = "block" *) slot_meta_t meta[NUM_SLOTS];
+  // Stored as plain vectors (Yosys 0.23 takes an unpacked array of a struct
+  // type for a single register, not a memory).
+  slot_meta_t meta_rd, last_word_reg, cur_word, new_word;
+  localparam int META_BITS = $bits(meta_rd);
+  (* ram_style = "block" *) logic [META_BITS-1:0] meta[NUM_SLOTS];
 
   // ---- D0: slot address, metadata read, fields registered
   logic [SLOT_BITS-1:0] slot0;
@@ -107,7 +111,6 @@ module panama_decision #(
   logic                  bank;
   logic [7:0]            d1_fan_in;
   logic [63:0]           d1_mask;
-  slot_meta_t            meta_rd, last_word_reg, cur_word, new_word;
   logic                  fwd_reg, last_write_reg, word_write;
 
   always_ff @(posedge clk) begin
