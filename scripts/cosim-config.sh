@@ -11,7 +11,8 @@
 # Usage: scripts/cosim-config.sh [NUM_ENTRIES NUM_SLOTS SLOT_WORDS]   (default 64 512 144)
 # Env: SEEDS (default 8), FIRST_SEED (default 1), FRAMES per seed (default 3000),
 #      BENCH=0 to skip the line-rate benchmark, JOBS (default 2),
-#      BUILD_DIR (default build-cosim-<entries>-<slots>-<words>).
+#      BUILD_DIR (default build-cosim-<entries>-<slots>-<words>[-rd<latency>]),
+#      SLOT_READ_LATENCY (default 1: the engine's slot-memory read latency).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENTRIES=${1:-64}
@@ -20,14 +21,20 @@ WORDS=${3:-144}
 for v in "$ENTRIES" "$SLOTS" "$WORDS"; do
   [[ "$v" =~ ^[0-9]+$ ]] || { echo "cosim-config: parameters must be integers, got '$v'" >&2; exit 2; }
 done
-BUILD_DIR=${BUILD_DIR:-build-cosim-$ENTRIES-$SLOTS-$WORDS}
+RD_LAT=${SLOT_READ_LATENCY:-1}
+[[ "$RD_LAT" =~ ^[1-9][0-9]*$ ]] || { echo "cosim-config: SLOT_READ_LATENCY must be a positive integer" >&2; exit 2; }
+SUFFIX=""
+[[ "$RD_LAT" == 1 ]] || SUFFIX="-rd$RD_LAT"
+BUILD_DIR=${BUILD_DIR:-build-cosim-$ENTRIES-$SLOTS-$WORDS$SUFFIX}
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DPANAMA_COSIM_NUM_ENTRIES="$ENTRIES" -DPANAMA_COSIM_NUM_SLOTS="$SLOTS" -DPANAMA_COSIM_SLOT_WORDS="$WORDS"
+    -DPANAMA_COSIM_NUM_ENTRIES="$ENTRIES" -DPANAMA_COSIM_NUM_SLOTS="$SLOTS" -DPANAMA_COSIM_SLOT_WORDS="$WORDS" \
+    -DPANAMA_COSIM_SLOT_READ_LATENCY="$RD_LAT"
 fi
 cmake --build "$BUILD_DIR" --target panama_cosim_cli -j "${JOBS:-2}"
 COSIM="$BUILD_DIR/sim/cosim/panama_cosim"
-echo "cosim-config: NUM_ENTRIES=$ENTRIES NUM_SLOTS=$SLOTS SLOT_WORDS=$WORDS, ${SEEDS:-8} seeds from ${FIRST_SEED:-1}"
+echo "cosim-config: NUM_ENTRIES=$ENTRIES NUM_SLOTS=$SLOTS SLOT_WORDS=$WORDS SLOT_READ_LATENCY=$RD_LAT," \
+     "${SEEDS:-8} seeds from ${FIRST_SEED:-1}"
 "$COSIM" --seed "${FIRST_SEED:-1}" --seeds "${SEEDS:-8}" --frames "${FRAMES:-3000}" --max-elems 300 \
   --gap 0.2 --stall 0.2 --fail-dir "$BUILD_DIR"
 if [[ "${BENCH:-1}" != 0 ]]; then

@@ -8,7 +8,10 @@
 # estimate and the depth report share one run. Prints the cache folder.
 #
 # Usage: scripts/yosys-synth.sh [NUM_ENTRIES NUM_SLOTS SLOT_WORDS]  (default 8 16 16)
-# Env: YOSYS (default yosys), PANAMA_YOSYS_CACHE (default build/yosys).
+# Env: YOSYS (default yosys), PANAMA_YOSYS_CACHE (default build/yosys),
+#      NOSHARE=1: run synth_xilinx in two segments around its "coarse" step
+#      and leave out `share` (SAT-based resource sharing, which does not finish
+#      on the default configuration); the result is cached apart (-noshare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ENTRIES=${1:-8}
@@ -20,10 +23,23 @@ for v in "$ENTRIES" "$SLOTS" "$WORDS"; do
   [[ "$v" =~ ^[0-9]+$ ]] || { echo "yosys-synth: parameters must be integers, got '$v'" >&2; exit 2; }
 done
 FLAGS="-family xcup -uram -flatten -noiopad"
+FLOW="synth_xilinx $FLAGS -top panama_engine"
+SUFFIX=""
+if [[ "${NOSHARE:-0}" != 0 ]]; then
+  # synth_xilinx's coarse step without `share` (same commands otherwise).
+  FLOW="synth_xilinx $FLAGS -top panama_engine -run begin:coarse
+  techmap -map +/cmp2lut.v -map +/cmp2lcu.v -D LUT_WIDTH=6
+  alumacc
+  opt
+  memory -nomap
+  opt_clean
+  synth_xilinx $FLAGS -top panama_engine -run map_memory:"
+  SUFFIX="-noshare"
+fi
 hash=$( (cat hw/rtl/sources.txt; sed 's/^/hw\/rtl\//' hw/rtl/sources.txt | grep -v '^hw/rtl/#' | xargs cat; \
-         cat "$0" scripts/rtl-yosys-sources.py; echo "$FLAGS") | sha256sum | cut -c1-12)
+         cat scripts/rtl-yosys-sources.py; echo "$FLAGS") | sha256sum | cut -c1-12)
 CACHE=${PANAMA_YOSYS_CACHE:-build/yosys}
-OUT="$CACHE/$ENTRIES-$SLOTS-$WORDS-$hash"
+OUT="$CACHE/$ENTRIES-$SLOTS-$WORDS-$hash$SUFFIX"
 if [[ -s "$OUT/netlist.json" && -s "$OUT/stat.txt" ]]; then
   echo "yosys-synth: cached result in $OUT" >&2
   echo "$OUT"
@@ -32,12 +48,12 @@ fi
 mkdir -p "$OUT/src"
 mapfile -t SRC < <(/usr/bin/python3 scripts/rtl-yosys-sources.py "$OUT/src")
 echo "yosys-synth: panama_engine NUM_ENTRIES=$ENTRIES NUM_SLOTS=$SLOTS SLOT_WORDS=$WORDS," \
-     "synth_xilinx $FLAGS (minutes for small configurations, hours for the default one)" >&2
+     "synth_xilinx $FLAGS$SUFFIX (minutes for small configurations, hours for the default one)" >&2
 start=$(date +%s)
 if ! "$YOSYS" -q -l "$OUT/yosys.log.part" -p "
   read_verilog -sv ${SRC[*]}
   chparam -set NUM_ENTRIES $ENTRIES -set NUM_SLOTS $SLOTS -set SLOT_WORDS $WORDS panama_engine
-  synth_xilinx $FLAGS -top panama_engine
+  $FLOW
   tee -q -o $OUT/stat.txt.part stat
   write_json $OUT/netlist.json.part
 " >/dev/null 2>&1; then

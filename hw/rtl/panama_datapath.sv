@@ -4,22 +4,34 @@
 // (K_ADD), written as they arrive (K_FIRST) or read out for a re-emission
 // (K_READ). Passed frames go out as they came; dropped frames are popped.
 //
-//   issue  -> p1 slot-memory read (address registered)
-//          -> p2 read data; forward mux; adder stage 1
-//          -> p3 adder stage 2
-//          -> p4 result: slot-memory write; output FIFO
+//   issue  -> p1            slot-memory read address (registered)
+//          -> p1+RD_LAT     = PA: read data; forward mux; adder stage 1
+//          -> PA+ADD_LAT    = PR: sum; slot-memory write; output FIFO
 //
-// Read-after-write: the beat in p4 writes at the end of the clock, the one
-// in p5 wrote at the edge where p2's read happened; forwarding both into p2
-// gives back-to-back frames of one slot (two clocks apart at the shortest)
-// each other's sums. The address matches are registered one stage ahead. The issuer only issues a beat the output FIFO will have
-// room for, so m_axis back-pressure stalls without loss.
+// The read-add-write loop of a slot word is ADD_LAT = D clocks long (the
+// adder's pipeline, panama_fp32_add: 7). Read-after-write: the beat in PR
+// writes at the end of the clock and those in PR+1 .. PR+RD_LAT wrote after
+// the read of the beat in PA was launched, so PA takes its operand from the
+// newest of them with the same address (decided a clock ahead, registered:
+// no address comparison in the loop). A beat that reads a word (K_ADD,
+// K_READ) needs the previous contribution's sum, which exists D clocks after
+// that contribution was issued: the issuer holds such a beat while a write
+// to the same word was issued fewer than D clocks earlier (the hazard flag is
+// itself computed a clock ahead). Frames to different slot banks, and frames
+// of at least D - 1 payload words, never wait; back-to-back minimum frames
+// (header + one word) to one slot bank issue 2 beats per D clocks.
+//
+// The issuer only issues a beat the output FIFO will have room for, so
+// m_axis back-pressure stalls without loss.
 `default_nettype none
 module panama_datapath #(
     // 512-bit words in the slot memory (slots * 2 banks * words per bank).
     parameter int DATA_WORDS = 512 * 2 * 144,
     // Output FIFO depth in beats (a power of two).
     parameter int OUT_FIFO_DEPTH = 16,
+    // Slot-memory read latency in clocks (registered address to data; 1 for
+    // block RAM, more for UltraRAM cascades with output registers).
+    parameter int RD_LAT = 1,
     // Word address bits (derived).
     parameter int DADDR_BITS = $clog2(DATA_WORDS)
 ) (
@@ -47,22 +59,38 @@ module panama_datapath #(
 );
   import panama_engine_pkg::*;
 
+  // Adder pipeline depth = length of the read-add-write loop (D).
+  localparam int ADD_LAT = 7;
+  localparam int PA = 1 + RD_LAT;      // operand stage
+  localparam int PR = PA + ADD_LAT;    // result stage
+  localparam int NST = PR + RD_LAT;    // last stage a result is forwarded from
+  localparam int FWD_BITS = $clog2(RD_LAT + 3);
+
+  initial begin
+    if (RD_LAT < 1) $error("%m: RD_LAT must be at least 1");
+    if (OUT_FIFO_DEPTH <= PR) $error("%m: OUT_FIFO_DEPTH must exceed the pipeline depth");
+  end
+
   panama_engine_pkg::action_t act;
   assign act = s_act;
 
   logic [7:0] beat_reg;  // beat of the head frame being issued
   logic [$clog2(OUT_FIFO_DEPTH)+1:0] out_count;
-  logic [2:0] out_inflight;
-  logic       issue, issue_pop, issue_mem, issue_out, issue_last_out;
+  logic [7:0] out_inflight;
+  logic       issue, issue_pop, issue_mem, issue_reads, issue_writes, issue_out, issue_last_out;
   logic [63:0] issue_keep;
   logic [15:0] last_bytes;
+  logic [DADDR_BITS-1:0] addr_reg, addr_inc_reg;  // word address of beat_reg (beats >= 1), and + 1
+  logic       hazard_reg;  // a write to addr_reg was issued fewer than ADD_LAT clocks ago
 
   always_comb begin
     issue_pop = beat_reg < act.in_beats;
-    issue = s_act_valid && (!issue_pop || s_beat_valid) &&
-        16'(out_count) + 16'(out_inflight) < 16'(OUT_FIFO_DEPTH);
     issue_mem = (act.kind == K_FIRST || act.kind == K_ADD || act.kind == K_READ) && beat_reg >= 8'd1 &&
         beat_reg <= act.words;
+    issue_reads = issue_mem && (act.kind == K_ADD || act.kind == K_READ);
+    issue_writes = issue_mem && (act.kind == K_FIRST || act.kind == K_ADD);
+    issue = s_act_valid && (!issue_pop || s_beat_valid) &&
+        16'(out_count) + 16'(out_inflight) < 16'(OUT_FIFO_DEPTH) && !(issue_reads && hazard_reg);
     issue_out = beat_reg < act.out_beats;
     issue_last_out = beat_reg == act.out_beats - 8'd1;
     last_bytes = act.out_len - {2'd0, act.out_beats - 8'd1, 6'd0};
@@ -76,80 +104,130 @@ module panama_datapath #(
     else if (issue) beat_reg <= s_act_ready ? 8'd0 : beat_reg + 8'd1;
   end
 
-  // Pipeline tokens p1 (memory read) .. p4 (memory write, output).
+  // Pipeline tokens, stage k = clocks since issue (1 .. NST).
   localparam logic [1:0] OP_NONE = 2'd0, OP_FIRST = 2'd1, OP_ADD = 2'd2, OP_READ = 2'd3;
-  logic                  p1_valid, p2_valid, p3_valid, p4_valid;
-  logic [1:0]            p1_op, p2_op, p3_op, p4_op;
-  logic [DADDR_BITS-1:0] p1_addr, p2_addr, p3_addr, p4_addr;
-  logic [511:0]          p1_b, p2_b, p3_b, p4_b, p3_a, p4_a, p5_data;
-  logic                  p1_out, p2_out, p3_out, p4_out;
-  logic                  p1_last, p2_last, p3_last, p4_last;
-  logic [63:0]           p1_keep, p2_keep, p3_keep, p4_keep;
-  logic [511:0]          mem_rdata;
-  logic [511:0]          p2_a, p4_result, sum;
-  logic                  p4_we;
+  logic                  p_valid[1:PR];
+  logic [1:0]            p_op[1:PR];
+  logic [DADDR_BITS-1:0] p_addr[1:NST];
+  logic                  p_out[1:PR], p_last[1:PR];
+  logic [63:0]           p_keep[1:PR];
+  logic [511:0]          p_b[1:PA];       // frame beat (adder operand b / passed data)
+  logic [511:0]          p_byp[PA+1:PR];  // result of a beat that does not add
+  logic [511:0]          res;             // result of the beat in PR
+  logic [511:0]          p_res[PR+1:NST]; // results written after PA's read
+  logic                  p_we[1:NST];     // writes the slot memory when in PR
+  logic [511:0]          mem_rd[0:RD_LAT-1];
+  logic [511:0]          fwd_a, sum;
+  logic [FWD_BITS-1:0]   fwd_reg;         // PA's operand: 0 memory, 1 sum, 2 bypass, 2+j result PR+j
 
   logic [511:0] dmem[DATA_WORDS];
 
   always_ff @(posedge clk) begin
-    p1_valid <= rst ? 1'b0 : issue;
-    p1_op <= !issue_mem ? OP_NONE : (act.kind == K_FIRST ? OP_FIRST : (act.kind == K_ADD ? OP_ADD : OP_READ));
-    p1_addr <= DADDR_BITS'(act.base) + DADDR_BITS'(beat_reg) - DADDR_BITS'(1);
-    p1_b <= (beat_reg == 8'd0 && act.emit) ? act.hdr : s_beat_data;
-    p1_out <= issue_out;
-    p1_last <= issue_last_out;
-    p1_keep <= issue_keep;
+    p_valid[1] <= rst ? 1'b0 : issue;
+    p_op[1] <= !issue_mem ? OP_NONE : (act.kind == K_FIRST ? OP_FIRST : (act.kind == K_ADD ? OP_ADD : OP_READ));
+    p_we[1] <= !rst && issue && issue_writes;
+    p_addr[1] <= addr_reg;
+    p_b[1] <= (beat_reg == 8'd0 && act.emit) ? act.hdr : s_beat_data;
+    p_out[1] <= issue_out;
+    p_last[1] <= issue_last_out;
+    p_keep[1] <= issue_keep;
+    for (int k = 2; k <= NST; k++) begin
+      p_we[k] <= !rst && p_we[k-1];
+      p_addr[k] <= p_addr[k-1];
+    end
+    for (int k = 2; k <= PR; k++) begin
+      p_valid[k] <= rst ? 1'b0 : p_valid[k-1];
+      p_op[k] <= p_op[k-1];
+      p_out[k] <= p_out[k-1];
+      p_last[k] <= p_last[k-1];
+      p_keep[k] <= p_keep[k-1];
+    end
+    for (int k = 2; k <= PA; k++) p_b[k] <= p_b[k-1];
+    p_byp[PA+1] <= p_op[PA] == OP_READ ? fwd_a : p_b[PA];
+    for (int k = PA + 2; k <= PR; k++) p_byp[k] <= p_byp[k-1];
+    p_res[PR+1] <= res;
+    for (int k = PR + 2; k <= NST; k++) p_res[k] <= p_res[k-1];
   end
 
-  always_ff @(posedge clk) mem_rdata <= dmem[p1_addr];
-  always_ff @(posedge clk) if (p4_we) dmem[p4_addr] <= p4_result;
-
-  // Which older beat p2 must take its operand from, decided a clock early
-  // (p1 against the beats that will be in p4 and p5 next clock), so no
-  // address comparison sits in the read-add-write loop.
-  logic p3_we, fwd4_reg, fwd5_reg;
-  assign p3_we = p3_valid && (p3_op == OP_FIRST || p3_op == OP_ADD);
+  // Word address of the next slot-memory beat: the bank's base at the header
+  // beat, then one word per beat; addr_reg + 1 is kept registered too.
   always_ff @(posedge clk) begin
-    fwd4_reg <= p3_we && p3_addr == p1_addr;
-    fwd5_reg <= p4_we && p4_addr == p1_addr;
+    if (issue) begin
+      if (beat_reg == 8'd0) begin
+        addr_reg <= DADDR_BITS'(act.base);
+        addr_inc_reg <= DADDR_BITS'(act.base) + DADDR_BITS'(1);
+      end else begin
+        addr_reg <= addr_inc_reg;
+        addr_inc_reg <= addr_inc_reg + DADDR_BITS'(1);
+      end
+    end
   end
+
+  // Hazard flag for the next clock. A write issued j clocks before the next
+  // clock is in p_{j-1} now (j = 2 .. ADD_LAT - 1; the beat issued now never
+  // writes the next beat's word). The next address is addr_reg (nothing
+  // issued), addr_reg + 1 (a word beat issued) or the bank base (the header
+  // beat issued); all three are compared and the right one chosen.
+  logic hz_same, hz_inc, hz_base;
+  always_comb begin
+    hz_same = 1'b0;
+    hz_inc = 1'b0;
+    hz_base = 1'b0;
+    for (int j = 2; j < ADD_LAT; j++) begin
+      hz_same |= p_we[j-1] && p_addr[j-1] == addr_reg;
+      hz_inc |= p_we[j-1] && p_addr[j-1] == addr_inc_reg;
+      hz_base |= p_we[j-1] && p_addr[j-1] == DADDR_BITS'(act.base);
+    end
+  end
+  always_ff @(posedge clk) begin
+    if (rst) hazard_reg <= 1'b0;
+    else if (!issue) hazard_reg <= hz_same;
+    else if (beat_reg == 8'd0) hazard_reg <= hz_base;
+    else hazard_reg <= hz_inc;
+  end
+
+  // Slot memory: registered read address, RD_LAT clocks to data.
+  always_ff @(posedge clk) begin
+    mem_rd[0] <= dmem[p_addr[1]];
+    for (int k = 1; k < RD_LAT; k++) mem_rd[k] <= mem_rd[k-1];
+  end
+  always_ff @(posedge clk) if (p_we[PR]) dmem[p_addr[PR]] <= res;
+
+  // Which older beat PA must take its operand from, decided a clock early
+  // (the beat in PA-1 against those that will be in PR .. PR+RD_LAT next
+  // clock), the newest first.
+  logic [FWD_BITS-1:0] fwd_next;
+  always_comb begin
+    fwd_next = '0;
+    for (int j = RD_LAT; j >= 0; j--) begin
+      if (p_we[PR+j-1] && p_addr[PR+j-1] == p_addr[PA-1]) begin
+        if (j == 0) fwd_next = p_op[PR-1] == OP_ADD ? FWD_BITS'(1) : FWD_BITS'(2);
+        else fwd_next = FWD_BITS'(2 + j);
+      end
+    end
+  end
+  always_ff @(posedge clk) fwd_reg <= fwd_next;
 
   always_comb begin
-    if (fwd4_reg) p2_a = p4_result;
-    else if (fwd5_reg) p2_a = p5_data;
-    else p2_a = mem_rdata;
+    fwd_a = mem_rd[RD_LAT-1];
+    if (fwd_reg == FWD_BITS'(1)) fwd_a = sum;
+    else if (fwd_reg == FWD_BITS'(2)) fwd_a = p_byp[PR];
+    for (int j = 1; j <= RD_LAT; j++) if (fwd_reg == FWD_BITS'(2 + j)) fwd_a = p_res[PR+j];
   end
 
   panama_fp32_add16 adders (
       .clk(clk),
-      .a  (p2_a),
-      .b  (p2_b),
+      .a  (fwd_a),
+      .b  (p_b[PA]),
       .sum(sum)
   );
 
-  always_ff @(posedge clk) begin
-    p2_valid <= rst ? 1'b0 : p1_valid;
-    p3_valid <= rst ? 1'b0 : p2_valid;
-    p4_valid <= rst ? 1'b0 : p3_valid;
-    {p2_op, p2_addr, p2_b, p2_out, p2_last, p2_keep} <= {p1_op, p1_addr, p1_b, p1_out, p1_last, p1_keep};
-    {p3_op, p3_addr, p3_b, p3_out, p3_last, p3_keep} <= {p2_op, p2_addr, p2_b, p2_out, p2_last, p2_keep};
-    {p4_op, p4_addr, p4_b, p4_out, p4_last, p4_keep} <= {p3_op, p3_addr, p3_b, p3_out, p3_last, p3_keep};
-    p3_a <= p2_a;
-    p4_a <= p3_a;
-    p5_data <= p4_result;
-  end
+  assign res = p_op[PR] == OP_ADD ? sum : p_byp[PR];
 
   always_comb begin
-    case (p4_op)
-      OP_ADD: p4_result = sum;
-      OP_READ: p4_result = p4_a;
-      default: p4_result = p4_b;
-    endcase
-    p4_we = p4_valid && (p4_op == OP_FIRST || p4_op == OP_ADD);
+    out_inflight = 8'd0;
+    for (int k = 1; k <= PR; k++) out_inflight += 8'(p_valid[k] && p_out[k]);
   end
-
-  assign out_inflight = 3'(p1_valid && p1_out) + 3'(p2_valid && p2_out) + 3'(p3_valid && p3_out) +
-      3'(p4_valid && p4_out);
 
   logic out_s_ready;
   panama_fifo #(
@@ -158,8 +236,8 @@ module panama_datapath #(
   ) out_fifo (
       .clk(clk),
       .rst(rst),
-      .s_data({p4_result, p4_keep, p4_last}),
-      .s_valid(p4_valid && p4_out),
+      .s_data({res, p_keep[PR], p_last[PR]}),
+      .s_valid(p_valid[PR] && p_out[PR]),
       .s_ready(out_s_ready),
       .m_data({m_axis_tdata, m_axis_tkeep, m_axis_tlast}),
       .m_valid(m_axis_tvalid),
@@ -167,7 +245,12 @@ module panama_datapath #(
       .count(out_count)
   );
 
-  assign status_empty = !p1_valid && !p2_valid && !p3_valid && !p4_valid && out_count == '0;
+  logic any_valid;
+  always_comb begin
+    any_valid = 1'b0;
+    for (int k = 1; k <= PR; k++) any_valid |= p_valid[k];
+  end
+  assign status_empty = !any_valid && out_count == '0;
 
   // The issuer's credit check guarantees room in the output FIFO.
   logic unused;

@@ -7,14 +7,18 @@
 //   panama_classifier      C1/C2: header checks of the first beat
 //   panama_table           (job, tree) table, commands, lookup (C2 -> C3)
 //   panama_divider         32 stages: slot = seq % Q, generation = seq / Q
-//   panama_decision        window, duplicates, fan-in; slot metadata
+//   panama_decision        window, duplicates, fan-in; slot metadata (block
+//                          RAM, two clocks), background clear engine
 //   panama_action_builder  emitted header and the data pipeline's work
-//   panama_datapath        beat issuer, slot memory, fp32 adders, output FIFO
+//   panama_datapath        beat issuer (read-after-write hazard stall), slot
+//                          memory, fp32 adders (7-clock loop), output FIFO
 //   panama_counters        statistics counters
 //   panama_axil_regs       AXI4-Lite register block
 //
 // 512-bit AXI4-Stream in and out (one packet per tlast, tkeep all ones except
-// on the last beat), AXI4-Lite control. One beat per clock in and out.
+// on the last beat), AXI4-Lite control. One beat per clock in and out, except
+// that frames of fewer than 7 beats back to back into the same slot take one
+// frame per 7 clocks (the slot word's read-add-write loop; docs/rtl.md).
 // s_axis_tuser[0]: the MAC marks the frame bad (bad FCS); the frame is
 // dropped whole and counted in DROP_MAC_ERROR (panama_frame_input).
 `default_nettype none
@@ -34,6 +38,9 @@ module panama_engine #(
     parameter int ACT_FIFO_DEPTH = 64,
     // Output FIFO depth in beats (a power of two).
     parameter int OUT_FIFO_DEPTH = 16,
+    // Slot-memory read latency in clocks (1: block RAM; more for UltraRAM
+    // with output registers or cascades). The data pipeline forwards over it.
+    parameter int SLOT_READ_LATENCY = 1,
     // Derived widths.
     parameter int ENTRY_BITS = NUM_ENTRIES > 1 ? $clog2(NUM_ENTRIES) : 1,
     parameter int SLOT_BITS = NUM_SLOTS > 1 ? $clog2(NUM_SLOTS) : 1,
@@ -95,7 +102,7 @@ module panama_engine #(
   localparam int SLOT_CAPACITY = SLOT_WORDS * LANES;
   // Clocks from a descriptor's pop to its action's push: C1, C2, C3, the
   // divider, A.
-  localparam int CTRL_DEPTH = 3 + 32 + 1;
+  localparam int CTRL_DEPTH = 3 + 32 + 2;
 
   initial begin
     if (NUM_ENTRIES < 1 || NUM_ENTRIES > MAX_ENTRIES) $error("%m: NUM_ENTRIES must be 1..256");
@@ -145,8 +152,9 @@ module panama_engine #(
   logic       act_push;
   logic       write_pending;
   logic       c1_busy;
+  logic       clear_busy;  // slot-metadata clear engine running
 
-  assign desc_ready = desc_valid && !write_pending &&
+  assign desc_ready = desc_valid && !write_pending && !clear_busy &&
       16'(ctrl_inflight_reg) + 16'(act_count) < 16'(ACT_FIFO_DEPTH);
 
   always_ff @(posedge clk) begin
@@ -259,6 +267,8 @@ module panama_engine #(
   logic [NUM_GLOBAL_COUNTERS-1:0] global_inc;
   logic [NUM_ENTRY_COUNTERS-1:0]  entry_inc;
   logic                           entry_inc_valid;
+  logic                           inc_valid;
+  logic [ENTRY_BITS-1:0]          inc_entry;
 
   panama_decision #(
       .NUM_ENTRIES(NUM_ENTRIES),
@@ -278,6 +288,9 @@ module panama_engine #(
       .clear_range_valid(commit_valid),
       .clear_range_base(commit_base),
       .clear_range_end(commit_end),
+      .status_clear_busy(clear_busy),
+      .inc_valid(inc_valid),
+      .inc_entry(inc_entry),
       .global_inc(global_inc),
       .entry_inc(entry_inc),
       .entry_inc_valid(entry_inc_valid),
@@ -319,7 +332,8 @@ module panama_engine #(
   logic data_empty;
   panama_datapath #(
       .DATA_WORDS(DATA_WORDS),
-      .OUT_FIFO_DEPTH(OUT_FIFO_DEPTH)
+      .OUT_FIFO_DEPTH(OUT_FIFO_DEPTH),
+      .RD_LAT(SLOT_READ_LATENCY)
   ) datapath (
       .clk(clk),
       .rst(rst),
@@ -367,7 +381,7 @@ module panama_engine #(
       .s_axil_rresp(s_axil_rresp),
       .s_axil_rvalid(s_axil_rvalid),
       .s_axil_rready(s_axil_rready),
-      .ctrl_empty(ctrl_inflight_reg == 8'd0 && !c1_busy && table_ready),
+      .ctrl_empty(ctrl_inflight_reg == 8'd0 && !c1_busy && table_ready && !clear_busy),
       .write_pending(write_pending),
       .wr_valid(reg_wr_valid),
       .wr_addr(reg_wr_addr),
@@ -390,10 +404,10 @@ module panama_engine #(
   ) counters (
       .clk(clk),
       .rst(rst),
-      .inc_valid(dv_valid),
+      .inc_valid(inc_valid),
       .global_inc(global_inc),
       .entry_inc_valid(entry_inc_valid),
-      .entry_inc_entry(d_entry),
+      .entry_inc_entry(inc_entry),
       .entry_inc(entry_inc),
       .clear_all(cmd_reset || cmd_clear),
       .clear_entry_valid(commit_valid),
@@ -406,7 +420,7 @@ module panama_engine #(
 
   // ================================================================ status
   assign status_idle = input_empty && ctrl_inflight_reg == 8'd0 && !c1_busy && !act_valid && act_count == '0 &&
-      data_empty;
+      data_empty && !clear_busy;
   assign status_stall_reg_write = write_pending;
 
   // The control pipeline's credit check guarantees room in the action FIFO.

@@ -1,5 +1,6 @@
 // Sixteen fp32 adder lanes: one 512-bit beat (16 little-endian binary32
-// values) per clock, result two clocks later. Lane i is tdata[32i+31:32i].
+// values) per clock, result LATENCY clocks later (panama_fp32_add). Lane i
+// is tdata[32i+31:32i].
 `default_nettype none
 module panama_fp32_add16 #(
     // Number of fp32 lanes (the 512-bit datapath has 16).

@@ -2,7 +2,10 @@
 // which the host writes one (E_* registers, ENTRY_INDEX, ENTRY_CMD,
 // ENTRY_STATUS), the commit checks of engine.hpp (fan-in, slot range,
 // overlap with enabled entries, duplicate key), and the read ports of the
-// control pipeline.
+// control pipeline. Every commit is checked, whatever its own enable bit: a
+// disabled entry may not be committed over another enabled entry's slots or
+// with an enabled entry's key either. A rejected commit changes nothing; an
+// accepted one clears only its own slot range (commit_base .. commit_end).
 //
 // Register writes arrive from panama_axil_regs as one-clock pulses while
 // the control pipeline is empty and `ready` is high (two clocks after the
@@ -165,7 +168,7 @@ module panama_table #(
 
   // Stage 1: the child-mask population count, the range, and per entry:
   // overlaps the staged range / has the staged key (enabled others only).
-  logic                   bad_fan_in_reg, bad_range_reg, n_en_reg;
+  logic                   bad_fan_in_reg, bad_range_reg;
   logic [6:0]             mask_ones_reg;
   logic [7:0]             n_fan_in_reg;
   logic [NUM_ENTRIES-1:0] overlap_reg, same_key_reg;
@@ -179,7 +182,6 @@ module panama_table #(
     n_fan_in_reg <= n_fan_in;
     bad_range_reg <= n_cnt == 32'd0 || n_cnt > 32'hFFFF || n_base >= 32'(NUM_SLOTS) ||
         n_cnt > 32'(NUM_SLOTS) - n_base;
-    n_en_reg <= n_en;
     n_end_reg <= n_base + n_cnt;
     for (int i = 0; i < NUM_ENTRIES; i++) begin
       overlap_reg[i] <= 32'(i) != entry_index_reg && ent_enabled[i] && n_base < ent_base[i] + ent_count[i] &&
@@ -201,7 +203,7 @@ module panama_table #(
     st_status = STATUS_OK;
     if (bad_fan_in_reg) st_status = STATUS_BAD_FAN_IN;
     else if (bad_range_reg) st_status = STATUS_BAD_SLOT_RANGE;
-    else if (n_en_reg && conflict != '0)
+    else if (conflict != '0)
       st_status = (first_conflict & overlap_reg) != '0 ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
   end
   always_ff @(posedge clk) st_status_reg <= st_status;

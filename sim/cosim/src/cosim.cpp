@@ -241,8 +241,11 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
   }
 
   // Table: a few entries over disjoint slot ranges, small shares so that
-  // generations turn over quickly.
-  const uint32_t n_entries = 2 + static_cast<uint32_t>(rng() % (kEntries - 1));
+  // generations turn over quickly. Keys are drawn from 6 jobs x 3 trees, so
+  // at most 18 entries (a larger table would wait forever for a new key).
+  constexpr uint32_t kDistinctKeys = 6 * 3;
+  const uint32_t n_entries =
+      2 + static_cast<uint32_t>(rng() % (std::min<uint32_t>(kEntries, kDistinctKeys) - 1));
   std::vector<EntrySpec> entries;
   std::set<uint32_t> keys;
   uint32_t next_slot = 0;
@@ -354,19 +357,21 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
   return sc;
 }
 
-Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames) {
+Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames, uint32_t fan_in,
+                            bool same_slot_runs) {
   std::mt19937_64 rng(frame_bytes * 7919ull + jobs);
   Scenario sc;
   sc.seed = 0;
   sc.setup.push_back({kControl, kControlReset | kControlEnable});
-  const uint32_t fan_in = 4;
+  fan_in = std::clamp<uint32_t>(fan_in, 1, 64);
   const uint32_t share = kSlots / jobs;
   for (uint32_t j = 0; j < jobs; ++j) {
     EntrySpec e;
     e.job = static_cast<uint16_t>(j);
     e.tree = 0;
     e.fan_in = fan_in;
-    e.children = {0, 1, 2, 3};
+    e.children.clear();
+    for (uint32_t c = 0; c < fan_in; ++c) e.children.push_back(static_cast<uint16_t>(c));
     e.slot_base = j * share;
     e.slot_count = share;
     push_entry(sc.setup, j, e, true, rng);
@@ -376,11 +381,12 @@ Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames
   sc.between.resize(1);
   uint32_t seq = 0;
   while (sc.segments[0].size() < frames) {
-    for (uint32_t j = 0; j < jobs && sc.segments[0].size() < frames; ++j) {
-      for (uint16_t c = 0; c < fan_in && sc.segments[0].size() < frames; ++c) {
-        wire::Header h = base_header(static_cast<uint16_t>(j), 0, c, seq, elems, wire::kDefaultUdpPort, rng);
-        sc.segments[0].push_back(make_frame(h, rng));
-      }
+    for (uint32_t i = 0; i < jobs * fan_in && sc.segments[0].size() < frames; ++i) {
+      const uint32_t j = same_slot_runs ? i / fan_in : i % jobs;
+      const uint32_t c = same_slot_runs ? i % fan_in : i / jobs;
+      wire::Header h = base_header(static_cast<uint16_t>(j), 0, static_cast<uint16_t>(c), seq, elems,
+                                   wire::kDefaultUdpPort, rng);
+      sc.segments[0].push_back(make_frame(h, rng));
     }
     ++seq;
   }

@@ -52,10 +52,15 @@ struct TrafficOptions {
 // retransmissions, malformed and foreign frames.
 Scenario random_scenario(uint64_t seed, const TrafficOptions& opt);
 
-// Line-rate scenario: `jobs` entries, every frame `frame_bytes` long (a
-// PANAMA frame of that size), round-robin over jobs and children so that
-// consecutive frames often hit the same slot.
-Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames);
+// Line-rate scenario: `jobs` entries of fan-in `fan_in` (children 0 ..
+// fan_in - 1, at most 64), every frame `frame_bytes` long (a PANAMA frame of
+// that size). Order: `same_slot_runs` sends the fan_in contributions to one
+// slot back to back (then the next job), so consecutive frames hit the same
+// slot words (read-after-write hazards); otherwise jobs are interleaved, so
+// consecutive frames go to different slots (a slot recurs every `jobs`
+// frames).
+Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames, uint32_t fan_in = 4,
+                            bool same_slot_runs = true);
 
 // A scenario from recorded frames (a pcap), with a table that aggregates
 // every (job, tree) found in it (fan-in = number of children seen).

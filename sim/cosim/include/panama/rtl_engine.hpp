@@ -59,6 +59,9 @@ class RtlEngine {
   static constexpr uint32_t kTableEntries = PANAMA_RTL_NUM_ENTRIES;
   static constexpr uint32_t kPacketSlots = PANAMA_RTL_NUM_SLOTS;
   static constexpr uint32_t kSlotWords = PANAMA_RTL_SLOT_WORDS;
+  // Clocks of the slot-word read-add-write loop (panama_datapath ADD_LAT):
+  // two contributions to one word are issued at least this far apart.
+  static constexpr uint32_t kAddLoopClocks = 7;
   using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords>;
 
   // `vcd_path`: write a waveform (only when built with PANAMA_RTL_TRACE).
