@@ -148,6 +148,7 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
   } catch (const std::invalid_argument& e) {
     throw SettingsError("pswitch '" + s.settings.name + "': engine: " + e.what());
   }
+  check_trees_against_entries(s.settings, s.cfg.entries);
   EngineRegisters<EngineBackend> regs(*s.engine);
   config::apply_node_config(regs, s.cfg);
   s.core = std::make_unique<SwitchCore<EngineBackend>>(s.settings, *s.engine);
@@ -233,6 +234,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
                           {"to_engine", sc.to_engine},
                           {"forwarded", sc.forwarded},
                           {"flooded", sc.flooded},
+                          {"binding_drops", sc.binding_drops},
                           {"queue_tail_drops", q.tail_drops},
                           {"ecn_marked", q.ecn_marked},
                           {"max_queue_bytes", q.max_depth_bytes},
@@ -271,6 +273,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
   j["switch"] = {{"engine_drops", c.engine_drops},
                  {"segmented_drops", s.segmented_drops},
                  {"result_wrong_port", c.result_wrong_port},
+                 {"binding_drops", c.binding_drops},
                  {"no_parent", c.no_parent},
                  {"hairpin_drops", c.hairpin_drops}};
   return j;
