@@ -416,12 +416,15 @@ TEST_CASE("virtual cluster: a SIGKILLed parent's DPDK folders are removed by the
   for (int i = 0; i < 400 && bg.nodes("--internal-worker").size() < 4; ++i) usleep(50000);
   REQUIRE(bg.nodes("--internal-worker").size() == 4);
   const pid_t parent = bg.pid;
-  kill(parent, SIGKILL);  // the parent only: its nodes die with it (parent-death signal)
+  if (getuid() != 0) return;  // the folders below are root's
+  // Every node's EAL is up (its runtime folder exists) before the kill.
+  for (int i = 0; i < 400 && dpdk_dirs_of(parent).size() < 5; ++i) usleep(50000);
+  REQUIRE(dpdk_dirs_of(parent).size() == 5);
+  kill(parent, SIGKILL);  // the nodes die with it (parent-death signal): nobody runs exit code
   const int st = bg.wait();
   CHECK(WIFSIGNALED(st));
   for (int i = 0; i < 200 && !bg.nodes("--internal-").empty(); ++i) usleep(50000);
   REQUIRE(bg.nodes("--internal-").empty());
-  if (getuid() != 0) return;  // the folders below are root's
   // Nothing could run at the SIGKILL: the nodes' folders are still there...
   CHECK(dpdk_dirs_of(parent).size() == 5);
   // ... and the next PANAMA process to start its EAL removes them; its own are gone after it.
@@ -437,7 +440,7 @@ TEST_CASE("standalone panama-pswitch: its DPDK folder is gone after a clean exit
     std::ofstream f(dir + "/s.json");
     f << R"({"node": "x", "engine": {"udp_port": 9600},
              "entries": [{"index": 0, "job": 1, "tree": 0, "root": true, "fan_in": 1, "children": [0],
-                          "slot_base": 0, "slot_count": 4}],
+                          "slot_base": 0, "slot_count": 4, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600}],
              "pswitch": {"name": "eal-test", "ports": [{"name": "a", "vdev": "net_null0"}],
                          "trees": [{"job": 1, "tree": 0, "children": ["a"]}]}})";
   }
@@ -472,7 +475,7 @@ TEST_CASE("virtual cluster: a killed worker is reported with its signal", "[e2e]
   CHECK(killed == 1);
 }
 
-TEST_CASE("virtual cluster: SIGTERM prints what was done, not zeros", "[e2e]") {
+TEST_CASE("virtual cluster: SIGTERM prints what was done (not zeros)", "[e2e]") {
   BackgroundCluster bg("term", {"--iterations", "100000", "--size", "256KiB"});
   REQUIRE(bg.wait_for_progress());
   usleep(300000);
@@ -531,7 +534,7 @@ TEST_CASE("validation gaps: sizes and PSwitch configs are refused with a clear m
                        name);
   };
   const std::string root = R"({"index": 0, "job": 1, "tree": 0, "root": true, "fan_in": 2, "children": [0, 1],
-                                "slot_base": 0, "slot_count": 4})";
+                                "slot_base": 0, "slot_count": 4, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600})";
   r = pswitch_with("dup-child.json", root, R"({"job": 1, "tree": 0, "children": ["a", "b", "a"]})");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Contains("lists port 'a' twice"));
@@ -542,7 +545,7 @@ TEST_CASE("validation gaps: sizes and PSwitch configs are refused with a clear m
   CHECK_THAT(r.output, Contains("job 2 tree 0) has no engine entry"));
   r = pswitch_with("child-64.json",
                    R"({"index": 0, "job": 1, "tree": 0, "fan_in": 2, "children": [0, 1], "slot_base": 0,
-                       "slot_count": 4, "out_child_id": 64})",
+                       "slot_count": 4, "out_child_id": 64, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600})",
                    R"({"job": 1, "tree": 0, "parent": "up", "children": ["a", "b"]})");
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Contains("child id 64 is over 63"));

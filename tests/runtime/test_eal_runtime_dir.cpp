@@ -70,8 +70,9 @@ TEST_CASE("PANAMA's EAL file prefixes and the pid each names", "[eal]") {
   CHECK((panama_prefix_pid("pnm4321-leaf-1", pid) && pid == 4321));
   CHECK((panama_prefix_pid("pswitch-s0-77", pid) && pid == 77));
   CHECK((panama_prefix_pid("pswitch-my-switch-78", pid) && pid == 78));
+  CHECK((panama_prefix_pid("panama-torch-79", pid) && pid == 79));
   for (const char* other : {"rte", "pnm_rt_example", "pnm-w0", "pnmx1-w0", "pnm12", "pswitch-s0", "w0",
-                            "pnm_rt_", "pswitch--", "mydpdk_1234"}) {
+                            "pnm_rt_", "pswitch--", "mydpdk_1234", "panama-torch", "panama-x-y"}) {
     INFO(other);
     CHECK_FALSE(panama_prefix_pid(other, pid));
   }

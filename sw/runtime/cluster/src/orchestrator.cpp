@@ -338,7 +338,7 @@ int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
         gbps, best, opt.link_gbps > 0 ? 100.0 * gbps / opt.link_gbps : 0.0, opt.link_gbps,
         static_cast<unsigned long long>(retrans), static_cast<unsigned long long>(timeouts));
     summary["goodput_gbps"][std::to_string(j)] = gbps;
-    if (rank0) {
+    if (rank0 && rank0->contains("trees")) {  // a worker cut short has no per-tree report
       for (const json& t : (*rank0)["trees"]) {
         std::printf(
             "  tree %u: cwnd %.1f (max %.1f, cap %u), alpha %.3f, CE results %llu, cwnd cuts %llu, "

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -71,9 +72,11 @@ bool panama_prefix_pid(const std::string& p, long& pid) {
     const size_t dash = p.find('-');
     return dash != std::string::npos && dash + 1 < p.size() && parse_pid(p.substr(3, dash - 3), pid);
   }
-  if (p.rfind("pswitch-", 0) == 0) {
+  for (const char* named : {"pswitch-", "panama-"}) {  // pswitch-<name>-<pid>, panama-torch-<pid>, ...
+    const size_t n = std::strlen(named);
+    if (p.rfind(named, 0) != 0) continue;
     const size_t dash = p.rfind('-');
-    return dash > 8 && parse_pid(p.substr(dash + 1), pid);
+    return dash >= n && parse_pid(p.substr(dash + 1), pid);
   }
   return false;
 }

@@ -17,8 +17,9 @@ std::string eal_runtime_base_dir();
 
 // The PANAMA file prefixes and the pid each names: "pnm<pid>-<node>" (a
 // virtual cluster's nodes, named by the parent), "pnm_rt_<pid>" (runtime
-// tests) and "pswitch-<name>-<pid>" (a standalone panama-pswitch). Returns
-// false for any other name, which is never touched.
+// tests), "pswitch-<name>-<pid>" (a standalone panama-pswitch) and
+// "panama-<what>-<pid>" (e.g. panama-torch-<pid>, the PyTorch backend's).
+// Returns false for any other name, which is never touched.
 bool panama_prefix_pid(const std::string& prefix, long& pid);
 
 // Removes every folder under `base_dir` whose name is a PANAMA prefix whose
