@@ -127,7 +127,7 @@ enum EntryStatus : uint32_t {
   kStatusBadIndex = 1,  // ENTRY_INDEX is not below NUM_ENTRIES.
   kStatusBadFanIn = 2,  // Fan-in is 0, over 64, or more than the child mask allows.
   kStatusBadSlotRange = 3,  // Slot count is 0, over 65535, or the range runs past NUM_SLOTS.
-  kStatusSlotOverlap = 4,  // The slot range overlaps another enabled entry's (checked for disabled entries too: a commit empties its range).
+  kStatusSlotOverlap = 4,  // The slot range overlaps another enabled entry's.
   kStatusDuplicateKey = 5,  // Another enabled entry has the same (job, tree).
   kStatusBadCommand = 6,  // ENTRY_CMD value is not a command.
 };
@@ -139,7 +139,7 @@ constexpr const char* kEntryStatusDocs[kNumEntryStatus] = {
     "ENTRY_INDEX is not below NUM_ENTRIES.",
     "Fan-in is 0, over 64, or more than the child mask allows.",
     "Slot count is 0, over 65535, or the range runs past NUM_SLOTS.",
-    "The slot range overlaps another enabled entry's (checked for disabled entries too: a commit empties its range).",
+    "The slot range overlaps another enabled entry's.",
     "Another enabled entry has the same (job, tree).",
     "ENTRY_CMD value is not a command.",
 };
