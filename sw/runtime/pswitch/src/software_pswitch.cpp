@@ -299,6 +299,17 @@ std::string SoftwarePswitch::counters_table() {
                   (unsigned long long)p["injected_reorder"].get<uint64_t>());
     os << line;
   }
+  if (const uint64_t bd = j["switch"]["binding_drops"].get<uint64_t>(); bd > 0) {
+    os << "  binding drops (frames speaking for a (job, tree, child) not bound to their port): " << bd
+       << " (";
+    const char* sep = "";
+    for (const auto& p : j["ports"]) {
+      if (p["binding_drops"].get<uint64_t>() == 0) continue;
+      os << sep << p["name"].get<std::string>() << " " << p["binding_drops"].get<uint64_t>();
+      sep = ", ";
+    }
+    os << ")\n";
+  }
   for (const auto& t : j["trees"]) {
     const auto& e = t["engine"];
     std::snprintf(line, sizeof line,
