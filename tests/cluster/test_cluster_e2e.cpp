@@ -430,3 +430,237 @@ TEST_CASE("virtual cluster: dual-homed workers survive a leaf PSwitch stopping m
   std::cout << "test_cluster_failover: SIGSTOP to leaf0 (dual-homed workers); tree 0 restarted "
             << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
 }
+
+namespace {
+
+// panama-cluster in the background (its own process group), output to a file.
+struct BackgroundCluster {
+  pid_t pid = -1;
+  std::string run_dir, out_path, summary_path;
+
+  explicit BackgroundCluster(const std::string& tag, const std::vector<std::string>& args) {
+    const std::string base =
+        (std::filesystem::temp_directory_path() / ("panama-e2e-" + tag + "-" + std::to_string(getpid())))
+            .string();
+    run_dir = base + "-run";
+    out_path = base + ".out";
+    summary_path = base + ".json";
+    std::filesystem::remove_all(run_dir);
+    std::filesystem::remove(summary_path);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      setpgid(0, 0);
+      const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+      std::vector<std::string> a = {PANAMA_CLUSTER_EXE, "--run-dir", run_dir, "--summary-json", summary_path};
+      a.insert(a.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (std::string& s : a) argv.push_back(s.data());
+      argv.push_back(nullptr);
+      execv(PANAMA_CLUSTER_EXE, argv.data());
+      _exit(127);
+    }
+    setpgid(pid, pid);
+  }
+  ~BackgroundCluster() {
+    if (pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    std::filesystem::remove_all(run_dir);
+    std::filesystem::remove(out_path);
+    std::filesystem::remove(summary_path);
+  }
+  std::string output() const {
+    std::ifstream f(out_path);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  json summary() const {
+    std::ifstream f(summary_path);
+    return f ? json::parse(f) : json();
+  }
+  // Pids of this run's node processes (their command line names the run directory).
+  std::vector<pid_t> nodes(const char* kind) const {
+    std::vector<pid_t> v;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      std::ifstream f(e.path() / "cmdline");
+      std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (cmd.find(kind) != std::string::npos && cmd.find(run_dir) != std::string::npos) {
+        v.push_back(static_cast<pid_t>(std::stol(e.path().filename().string())));
+      }
+    }
+    return v;
+  }
+  // Waits (bounded) until the progress line shows more than 0% done.
+  bool wait_for_progress() const {
+    for (int i = 0; i < 1200; ++i) {
+      const std::string out = output();
+      const size_t at = out.rfind("progress");
+      if (at != std::string::npos && std::strtod(out.c_str() + at + 8, nullptr) > 0.0) return true;
+      if (waitpid(pid, nullptr, WNOHANG) != 0) return false;
+      usleep(50000);
+    }
+    return false;
+  }
+  int wait() {
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    pid = -1;
+    return st;
+  }
+};
+
+std::vector<std::string> dpdk_dirs_of(pid_t parent) {
+  std::vector<std::string> v;
+  if (!std::filesystem::exists("/var/run/dpdk")) return v;
+  for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk")) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("pnm" + std::to_string(parent) + "-", 0) == 0) v.push_back(n);
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("virtual cluster: a SIGKILLed parent's DPDK folders are removed by the next start", "[e2e]") {
+  BackgroundCluster bg("kill9", {"--no-progress", "--iterations", "1000", "--size", "4MiB"});
+  for (int i = 0; i < 400 && bg.nodes("--internal-worker").size() < 4; ++i) usleep(50000);
+  REQUIRE(bg.nodes("--internal-worker").size() == 4);
+  const pid_t parent = bg.pid;
+  if (getuid() != 0) return;  // the folders below are root's
+  // Every node's EAL is up (its runtime folder exists) before the kill.
+  for (int i = 0; i < 400 && dpdk_dirs_of(parent).size() < 5; ++i) usleep(50000);
+  REQUIRE(dpdk_dirs_of(parent).size() == 5);
+  kill(parent, SIGKILL);  // the nodes die with it (parent-death signal): nobody runs exit code
+  const int st = bg.wait();
+  CHECK(WIFSIGNALED(st));
+  for (int i = 0; i < 200 && !bg.nodes("--internal-").empty(); ++i) usleep(50000);
+  REQUIRE(bg.nodes("--internal-").empty());
+  // Nothing could run at the SIGKILL: the nodes' folders are still there...
+  CHECK(dpdk_dirs_of(parent).size() == 5);
+  // ... and the next PANAMA process to start its EAL removes them; its own are gone after it.
+  const Run r = cluster("--workers 2 --elems 1 --iterations 1");
+  require_all_ok(r, 2);
+  CHECK(dpdk_dirs_of(parent).empty());
+}
+
+TEST_CASE("standalone panama-pswitch: its DPDK folder is gone after a clean exit", "[e2e]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "panama-e2e-psw").string();
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/s.json");
+    f << R"({"node": "x", "engine": {"udp_port": 9600},
+             "entries": [{"index": 0, "job": 1, "tree": 0, "root": true, "fan_in": 1, "children": [0],
+                          "slot_base": 0, "slot_count": 4, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600}],
+             "pswitch": {"name": "eal-test", "ports": [{"name": "a", "vdev": "net_null0"}],
+                         "trees": [{"job": 1, "tree": 0, "children": ["a"]}]}})";
+  }
+  const std::string prefix = "pswitch-eal-test-" + std::to_string(getpid());
+  const Run r = run_command(std::string(PANAMA_PSWITCH_EXE) + " --quiet --duration 0.2 --file-prefix " +
+                            prefix + " --config " + dir + "/s.json");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists("/var/run/dpdk/" + prefix));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("virtual cluster: a killed worker is reported with its signal", "[e2e]") {
+  BackgroundCluster bg("killw", {"--iterations", "100000", "--size", "256KiB", "--stall-timeout", "3"});
+  REQUIRE(bg.wait_for_progress());
+  const std::vector<pid_t> w = bg.nodes("--internal-worker");
+  REQUIRE(!w.empty());
+  kill(w[0], SIGKILL);
+  const int st = bg.wait();
+  INFO(bg.output());
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 1);
+  const json s = bg.summary();
+  REQUIRE(s.contains("workers"));
+  int killed = 0;
+  for (const json& r : s["workers"]) {
+    if (r.value("signal", 0) == SIGKILL) {
+      ++killed;
+      CHECK_THAT(r["error"].get<std::string>(), Contains("killed by signal 9 (SIGKILL"));
+    }
+  }
+  CHECK(killed == 1);
+}
+
+TEST_CASE("virtual cluster: SIGTERM prints what was done (not zeros)", "[e2e]") {
+  BackgroundCluster bg("term", {"--iterations", "100000", "--size", "256KiB"});
+  REQUIRE(bg.wait_for_progress());
+  usleep(300000);
+  kill(bg.pid, SIGTERM);
+  const int st = bg.wait();
+  const std::string out = bg.output();
+  INFO(out);
+  REQUIRE(WIFEXITED(st));
+  CHECK(WEXITSTATUS(st) == 130);
+  const json s = bg.summary();
+  REQUIRE(s.contains("workers"));
+  uint64_t done = 0;
+  for (const json& r : s["workers"]) {
+    done += r.value("iterations_done", uint64_t{0});
+    if (r.value("iterations_done", uint64_t{0}) > 0) CHECK(!r["seconds"].empty());
+  }
+  CHECK(done > 0);
+  CHECK(s["goodput_gbps"]["1"].get<double>() > 0.0);
+  CHECK_THAT(out, Contains("of 100000 allreduces completed"));
+}
+
+TEST_CASE("validation gaps: sizes and PSwitch configs are refused with a clear message", "[e2e]") {
+  Run r = cluster("--size 99999999999999999999");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("too large"));
+  r = cluster("--size 18446744073709551616");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("too large"));
+  // 64 GiB in each of 4 workers, twice: more than this machine has available.
+  uint64_t avail_kib = 0;
+  {
+    std::ifstream mi("/proc/meminfo");
+    std::string k, unit;
+    uint64_t v = 0;
+    while (mi >> k >> v >> unit) {
+      if (k == "MemAvailable:") avail_kib = v;
+    }
+  }
+  if (avail_kib > 0 && avail_kib < (uint64_t{512} << 20)) {
+    r = cluster("--size 64GiB");
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.output, Contains("MemAvailable"));
+    CHECK_THAT(r.output, !Contains("bad_alloc"));
+  }
+
+  const std::string dir = (std::filesystem::temp_directory_path() / "panama-e2e-gaps").string();
+  std::filesystem::create_directories(dir);
+  auto pswitch_with = [&](const std::string& name, const std::string& entries, const std::string& trees) {
+    std::ofstream f(dir + "/" + name);
+    f << R"({"node": "x", "engine": {"udp_port": 9600}, "entries": [)" << entries
+      << R"(], "pswitch": {"ports": [{"name": "a", "vdev": "net_null0"}, {"name": "b", "vdev": "net_null1"},
+                                   {"name": "up", "vdev": "net_null2"}], "trees": [)"
+      << trees << "]}}";
+    f.close();
+    return run_command(std::string(PANAMA_PSWITCH_EXE) + " --quiet --duration 0.1 --config " + dir + "/" +
+                       name);
+  };
+  const std::string root = R"({"index": 0, "job": 1, "tree": 0, "root": true, "fan_in": 2, "children": [0, 1],
+                                "slot_base": 0, "slot_count": 4, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600})";
+  r = pswitch_with("dup-child.json", root, R"({"job": 1, "tree": 0, "children": ["a", "b", "a"]})");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("lists port 'a' twice"));
+  r = pswitch_with(
+      "no-entry.json", root,
+      R"({"job": 1, "tree": 0, "children": ["a", "b"]}, {"job": 2, "tree": 0, "children": ["a"]})");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("job 2 tree 0) has no engine entry"));
+  r = pswitch_with("child-64.json",
+                   R"({"index": 0, "job": 1, "tree": 0, "fan_in": 2, "children": [0, 1], "slot_base": 0,
+                       "slot_count": 4, "out_child_id": 64, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600})",
+                   R"({"job": 1, "tree": 0, "parent": "up", "children": ["a", "b"]})");
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Contains("child id 64 is over 63"));
+  std::filesystem::remove_all(dir);
+}

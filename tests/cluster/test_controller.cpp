@@ -340,3 +340,26 @@ TEST_CASE("dual-homed two-tier: a leaf's death leaves a plane with a live tree a
   CHECK(worker(d, "w2").plan.trees[0].child_id == 1);  // w0, w2 under leaf0
   CHECK(worker(d, "w2").plan.trees[1].child_id == 1);  // w0, w2 under leaf2
 }
+
+// A child id indexes a 64-bit mask, wherever it comes from: a spine's leaves
+// get out_child_id = their position, so a spine with more than 64 leaves is
+// refused before any id above 63 could be written; the node configuration
+// and plan files refuse ids above 63 on their own (tests/config, tests/runtime).
+TEST_CASE("controller: no child id above 63 can come out of a plan", "[isolation]") {
+  const json c = two_tier_cluster(65, 65, 1, 10.0);
+  json ws = json::array();
+  for (int i = 0; i < 65; ++i) ws.push_back("w" + std::to_string(i));
+  const json jobs = {{"jobs", {{{"id", 1}, {"workers", ws}}}}};
+  CHECK_THROWS_WITH(plan_deployment(parse_cluster(c), parse_jobs(jobs)), Contains("more than 64 ports"));
+  config::NodeConfig cfg;
+  cfg.node = "x";
+  config::EntryConfig e;
+  e.fan_in = 1;
+  e.children = {0};
+  e.slot_count = 1;
+  e.out_child_id = 64;  // a non-root entry
+  e.eth_src = {2, 0, 0, 0, 0, 1};
+  e.eth_dst = {2, 0, 0, 0, 0, 2};
+  cfg.entries.push_back(e);
+  CHECK_THROWS_WITH(config::validate_node_config(cfg, "x"), Contains("child id 64 is over 63"));
+}

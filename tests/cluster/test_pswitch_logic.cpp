@@ -47,6 +47,61 @@ TEST_CASE("pswitch section: bad values are rejected with the key named") {
   CHECK_THROWS_WITH(settings_from_json(nlohmann::json::object()), Catch::Contains("\"ports\""));
 }
 
+TEST_CASE("pswitch section: the children of a tree and their bound child ids are checked") {
+  nlohmann::json j = {{"ports", {{{"name", "a"}}, {{"name", "b"}}, {{"name", "up"}}}}};
+  auto with_tree = [&](nlohmann::json tree) {
+    nlohmann::json k = j;
+    tree["job"] = 1;
+    tree["tree"] = 0;
+    k["trees"] = {tree};
+    return k;
+  };
+  // Default binding: the position in "children".
+  const PswitchSettings ok = settings_from_json(with_tree({{"children", {"b", "a"}}}));
+  CHECK(ok.trees[0].child_ids == std::vector<uint16_t>{0, 1});
+  CHECK(
+      settings_from_json(with_tree({{"children", {"b", "a"}}, {"child_ids", {7, 63}}})).trees[0].child_ids ==
+      std::vector<uint16_t>{7, 63});
+  CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b", "a"}}})),
+                    Catch::Contains("trees[0].children lists port 'a' twice"));
+  CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {1}}})),
+                    Catch::Contains("one child id per entry"));
+  CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {0, 64}}})),
+                    Catch::Contains("child_ids[1] must be a child id in 0..63"));
+  CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {2, 2}}})),
+                    Catch::Contains("lists child id 2 twice"));
+  CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {0, -1}}})),
+                    Catch::Contains("child_ids[1]"));
+}
+
+TEST_CASE("pswitch section against the engine table: every tree has its entry and every entry a tree") {
+  const nlohmann::json j = {{"ports", {{{"name", "a"}}, {{"name", "b"}}, {{"name", "up"}}}},
+                            {"trees", {{{"job", 1}, {"tree", 0}, {"children", {"a", "b"}}}}}};
+  const PswitchSettings s = settings_from_json(j);
+  config::EntryConfig e;
+  e.job = 1;
+  e.tree = 0;
+  e.root = true;
+  e.fan_in = 2;
+  e.children = {0, 1};
+  e.slot_count = 4;
+  CHECK_NOTHROW(check_trees_against_entries(s, {e}));
+  CHECK_THROWS_WITH(check_trees_against_entries(s, {}),
+                    Catch::Contains("trees[0] (job 1 tree 0) has no engine entry"));
+  config::EntryConfig other = e;
+  other.tree = 1;
+  CHECK_THROWS_WITH(check_trees_against_entries(s, {e, other}),
+                    Catch::Contains("engine entry for job 1 tree 1 has no tree"));
+  config::EntryConfig narrow = e;
+  narrow.children = {0, 5};
+  CHECK_THROWS_WITH(
+      check_trees_against_entries(s, {narrow}),
+      Catch::Contains("port 'b' is bound to child id 1, which the engine entry does not allow"));
+  config::EntryConfig leaf = e;
+  leaf.root = false;
+  CHECK_THROWS_WITH(check_trees_against_entries(s, {leaf}), Catch::Contains("has no parent port"));
+}
+
 TEST_CASE("mark_ce sets CE on ECT frames only and keeps the IPv4 checksum valid") {
   auto f = ip_frame(1000, wire::kEcnEct0);
   CHECK(mark_ce(f.data(), static_cast<uint32_t>(f.size())) == EcnMark::kMarked);
@@ -298,10 +353,12 @@ TEST_CASE("ordinary traffic: known MACs are forwarded, unknown flooded, nothing 
   CHECK(rig.sent[0].port == 0);
   CHECK(rig.sent[1].port == 2);
   CHECK(rig.sent[2].port == 3);
-  // A PANAMA frame of a job this switch does not serve is ordinary traffic.
+  // A PANAMA frame of a job this switch does not serve, from a port with
+  // bindings (a worker's), is dropped: a child port speaks only as its child.
   rig.sent.clear();
   rig.rx(0, make_frame(contribution(99, 0, 0, 0, 1), {0}));
-  CHECK(rig.sent.size() == 3);
+  CHECK(rig.sent.empty());
+  CHECK(rig.core->port_counters(0).binding_drops == 1);
   CHECK(rig.eng->global_counter(regmap::kGcPanamaIn) == 0);
 }
 

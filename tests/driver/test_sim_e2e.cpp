@@ -358,3 +358,34 @@ TEST_CASE("the simulation backend checks the xclbin it is programmed with", "[dr
   CHECK(kind_of([&] { dev->program("/proc/version"); }) == ErrorKind::kBadXclbin);
   if (!rtl_engine_available()) CHECK(kind_of([] { open_device("sim:rtl"); }) == ErrorKind::kUnsupported);
 }
+
+// Raw register writes through the driver (what any XRT user can do): a
+// disabled entry committed over a running job's slots is refused and the job
+// completes its open sequence exactly; the engine rule is docs/protocol.md
+// section 9. The HLS model only: the RTL follows the same rule separately.
+TEST_CASE("driver: a disabled entry's raw COMMIT cannot empty a running job's slots", "[driver][sim]") {
+  auto dev = open_device("sim:model");
+  auto* sim = dynamic_cast<SimulationDevice*>(dev.get());
+  REQUIRE(sim);
+  const config::NodeConfig cfg = test_config();
+  dev->apply(cfg);
+  // Job 10 tree 0 (fan-in 3, slots 0..3): children 0 and 1 of sequence 0 are in.
+  CHECK(sim->send_frame(make_frame(contribution(10, 0, 0, 0, 1), {f2u(1.5f)})).empty());
+  CHECK(sim->send_frame(make_frame(contribution(10, 0, 1, 0, 1), {f2u(2.0f)})).empty());
+
+  TableEntry e = cfg.entries[1].table_entry();  // job 10 tree 1's fields, moved over slots 2..5
+  e.enable = false;
+  e.job = 12;
+  e.slot_base = 2;
+  const StagedRegisters staged = pack_entry(e);
+  for (uint32_t k = 0; k < regmap::kNumStagedRegisters; ++k)
+    dev->write32(regmap::kStagedBase + 4 * k, staged[k]);
+  dev->write32(regmap::kEntryIndex, 7);
+  dev->write32(regmap::kEntryCmd, regmap::kCmdCommit);
+  CHECK(dev->read32(regmap::kEntryStatus) == regmap::kStatusSlotOverlap);
+
+  const auto out = sim->send_frame(make_frame(contribution(10, 0, 2, 0, 1), {f2u(0.25f)}));
+  REQUIRE(out.size() == 1);
+  CHECK(payload_of(out[0]) == std::vector<uint32_t>{f2u(3.75f)});
+  CHECK(dev->read_counter(regmap::global_counter_addr(regmap::kGcDropSeqWindow)) == 0);
+}

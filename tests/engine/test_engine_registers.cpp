@@ -288,6 +288,69 @@ TEST_CASE("DISABLE removes an entry from the datapath", "[engine][registers]") {
   check_fresh_slot(*eng, b, 0);
 }
 
+// A commit empties the committed entry's slot range whatever its ENABLE bit,
+// so a disabled entry is validated like an enabled one: otherwise a raw
+// register write could empty a running job's slots and stall it.
+TEST_CASE("a disabled entry's COMMIT is validated and never touches another entry's slots",
+          "[engine][registers]") {
+  auto eng = std::make_unique<SmallEngine>();
+  const EntrySpec a = base_entry(1, 0, 0, 4);  // job A, Q = 4
+  REQUIRE(commit_entry(*eng, 0, a) == kOk);
+  Sink sink;
+  // Sequences 0..3 complete (one generation of every slot), then child 0 opens sequence 4.
+  for (uint32_t seq = 0; seq < 4; ++seq) {
+    send(*eng, contribution(a, 0, seq, {ref::bits(1.0f)}), sink);
+    send(*eng, contribution(a, 1, seq, {ref::bits(1.0f)}), sink);
+  }
+  REQUIRE(sink.frames.size() == 4);
+  send(*eng, contribution(a, 0, 4, {ref::bits(0.5f)}), sink);
+  const auto a_fields = load_entry(*eng, 0);
+  const auto free_fields = load_entry(*eng, 1);
+
+  auto disabled = [](EntrySpec s) {
+    s.enable = false;
+    return s;
+  };
+  struct Bad {
+    const char* name;
+    EntrySpec spec;
+    uint32_t status;
+  };
+  const std::vector<Bad> bad = {
+      {"overlaps job A's slots", disabled(base_entry(2, 0, 2, 4)), kSlotOverlap},
+      {"contains job A's slots", disabled(base_entry(2, 0, 0, 16)), kSlotOverlap},
+      {"same (job, tree) as job A", disabled(base_entry(1, 0, 8, 4)), kDuplicateKey},
+      {"slot range past NUM_SLOTS", disabled(base_entry(2, 0, 62, 4)), kBadSlotRange},
+      {"slot count 0", disabled(base_entry(2, 0, 8, 0)), kBadSlotRange},
+      {"fan-in above the child mask", disabled([] {
+         EntrySpec s = base_entry(2, 0, 8, 4);
+         s.fan_in = 3;
+         return s;
+       }()),
+       kBadFanIn},
+  };
+  for (const Bad& c : bad) {
+    INFO("case: " << c.name);
+    CHECK(commit_entry(*eng, 1, c.spec) == c.status);
+    CHECK(load_entry(*eng, 1) == free_fields);  // a rejected commit changes nothing
+  }
+  CHECK(load_entry(*eng, 0) == a_fields);
+
+  // An accepted disabled commit next to A: written, and A is untouched.
+  const EntrySpec c = disabled(base_entry(2, 0, 4, 4));
+  CHECK(commit_entry(*eng, 1, c) == kOk);
+  CHECK((load_entry(*eng, 1)[1] & 1) == 0);
+
+  // Job A's open slot still holds 0.5 and its next generation is accepted:
+  // sequence 4 completes with 0.5 + 0.25, and nothing was dropped as out of window.
+  Sink out;
+  CHECK(send(*eng, contribution(a, 1, 4, {ref::bits(0.25f)}), out).action == EngineAction::kEmitted);
+  REQUIRE(out.frames.size() == 1);
+  CHECK(ref::get_le32(out.frames[0].data(), 64) == ref::bits(0.75f));
+  CHECK(eng->global_counter(regmap::kGcDropSeqWindow) == 0);
+  CHECK(eng->entry_counter(0, regmap::kEcAggregated) == 10);
+}
+
 TEST_CASE("COMMIT empties the entry's slots and zeroes its counters, and only its own",
           "[engine][registers]") {
   auto eng = std::make_unique<SmallEngine>();

@@ -8,7 +8,10 @@ module panama_engine_kernel #(
     // Engine sizes; the defaults are those of the HLS kernel (DefaultEngine).
     parameter int NUM_ENTRIES = 64,
     parameter int NUM_SLOTS = 512,
-    parameter int SLOT_WORDS = 144
+    parameter int SLOT_WORDS = 144,
+    // Read latency of the slot memory in clocks: a cascade of UltraRAM on the
+    // card needs output registers (docs/rtl.md, "Memories").
+    parameter int SLOT_READ_LATENCY = 3
 ) (
     input  wire logic         ap_clk,
     // Active-low, synchronous to ap_clk (Vitis convention).
@@ -63,7 +66,8 @@ module panama_engine_kernel #(
   panama_engine #(
       .NUM_ENTRIES(NUM_ENTRIES),
       .NUM_SLOTS(NUM_SLOTS),
-      .SLOT_WORDS(SLOT_WORDS)
+      .SLOT_WORDS(SLOT_WORDS),
+      .SLOT_READ_LATENCY(SLOT_READ_LATENCY)
   ) engine (
       .clk(ap_clk),
       .rst(rst_reg),

@@ -22,6 +22,7 @@ module panama_two_port_kernel #(
     parameter int NUM_ENTRIES = 64,
     parameter int NUM_SLOTS = 512,
     parameter int SLOT_WORDS = 144,
+    parameter int SLOT_READ_LATENCY = 3,  // of the engine's slot memory (panama_engine_kernel)
     // Register offsets of include/panama/regmap.hpp (CONTROL, UDP_PORT) and
     // the UDP port after reset.
     parameter logic [13:0] CONTROL_OFFSET = 14'h014,
@@ -141,7 +142,8 @@ module panama_two_port_kernel #(
   panama_engine_kernel #(
       .NUM_ENTRIES(NUM_ENTRIES),
       .NUM_SLOTS(NUM_SLOTS),
-      .SLOT_WORDS(SLOT_WORDS)
+      .SLOT_WORDS(SLOT_WORDS),
+      .SLOT_READ_LATENCY(SLOT_READ_LATENCY)
   ) engine (
       .ap_clk(ap_clk),
       .ap_rst_n(ap_rst_n),

@@ -475,7 +475,9 @@ class EngineRules {
         n.slot_count > NumSlots - n.slot_base) {
       return kStatusBadSlotRange;
     }
-    if (!n.enabled) return kStatusOk;
+    // Checked whatever the staged ENABLE bit: a commit empties its own slot
+    // range, so a disabled entry's range must not reach into an enabled
+    // entry's slots either (that would silently wipe another job's state).
     for (uint32_t i = 0; i < NumEntries; ++i) {
       if (i == idx || !table_[i].enabled) continue;
       const Entry& o = table_[i];

@@ -138,6 +138,18 @@ int main(int argc, char** argv) {
     }
     o.elems = bytes / 4;
   }
+  // Refuse what cannot fit instead of dying of std::bad_alloc in every worker.
+  const uint64_t need = panama::cluster::worker_memory_bytes(o.elems, o.workers, o.jobs);
+  const uint64_t avail = panama::cluster::mem_available_bytes();
+  if (avail > 0 && need > avail) {
+    std::fprintf(
+        stderr,
+        "panama-cluster: %.1f GiB per allreduce need about %.1f GiB in the workers (%u workers x %u "
+        "job(s), data and reference copy each); this machine has %.1f GiB available (MemAvailable)\n",
+        static_cast<double>(o.elems) * 4.0 / (1u << 30), static_cast<double>(need) / (1u << 30), o.workers,
+        o.jobs, static_cast<double>(avail) / (1u << 30));
+    return 2;
+  }
   const std::string exe = panama::cluster::self_exe();
   if (exe.empty()) {
     std::fprintf(stderr, "panama-cluster: cannot find its own executable (/proc/self/exe)\n");

@@ -1,11 +1,13 @@
 // panama-cluster's parent process: the steps of orchestration.hpp around its
 // own allreduce workers (progress, stall detection) and its summary.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,23 +34,67 @@ using Clock = std::chrono::steady_clock;
 }  // namespace
 
 uint64_t parse_size(const std::string& text) {
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &pos);
-  } catch (const std::exception&) {
-    throw std::invalid_argument("not a size: '" + text + "' (e.g. 64MiB, 4096, 1GiB)");
+  const std::string hint =
+      "not a size: '" + text + "' (e.g. 64MiB, 4096, 1.5GiB; units B, KiB, MiB, GiB, KB, MB, GB)";
+  // Digits, an optional fraction, a unit; parsed exactly, every step checked for overflow.
+  size_t i = 0;
+  uint64_t whole = 0;
+  bool any_digit = false;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    any_digit = true;
+    if (__builtin_mul_overflow(whole, 10u, &whole) ||
+        __builtin_add_overflow(whole, static_cast<uint64_t>(text[i] - '0'), &whole)) {
+      throw std::invalid_argument("size '" + text + "' is too large (more than 2^64 bytes)");
+    }
   }
-  std::string unit = text.substr(pos);
+  std::string fraction;
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) fraction += text[i];
+    any_digit = any_digit || !fraction.empty();
+  }
+  if (!any_digit) throw std::invalid_argument(hint);
+  std::string unit = text.substr(i);
   std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  static const std::map<std::string, double> units = {
-      {"", 1},     {"b", 1},         {"k", 1024},    {"kb", 1e3}, {"kib", 1024},   {"m", 1 << 20},
-      {"mb", 1e6}, {"mib", 1 << 20}, {"g", 1 << 30}, {"gb", 1e9}, {"gib", 1 << 30}};
+  static const std::map<std::string, uint64_t> units = {
+      {"", 1},           {"b", 1},          {"k", 1024},           {"kb", 1000},       {"kib", 1024},
+      {"m", 1u << 20},   {"mb", 1000000},   {"mib", 1u << 20},     {"g", 1u << 30},    {"gb", 1000000000},
+      {"gib", 1u << 30}, {"t", 1ull << 40}, {"tb", 1000000000000}, {"tib", 1ull << 40}};
   auto it = units.find(unit);
-  if (it == units.end() || !(v >= 0) || !std::isfinite(v)) {
-    throw std::invalid_argument("not a size: '" + text + "' (units: B, KiB, MiB, GiB, KB, MB, GB)");
+  if (it == units.end()) throw std::invalid_argument(hint);
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(whole, it->second, &bytes)) {
+    throw std::invalid_argument("size '" + text + "' is too large (more than 2^64 bytes)");
   }
-  return static_cast<uint64_t>(std::llround(v * it->second));
+  // The fraction, rounded to the nearest byte: at most 19 digits keep the product in range.
+  if (!fraction.empty()) {
+    const std::string f = fraction.substr(0, 18);
+    uint64_t num = 0, den = 1;
+    for (char ch : f) {
+      num = num * 10 + static_cast<uint64_t>(ch - '0');
+      den *= 10;
+    }
+    const unsigned __int128 part = (static_cast<unsigned __int128>(num) * it->second + den / 2) / den;
+    if (part > UINT64_MAX - bytes) throw std::invalid_argument("size '" + text + "' is too large");
+    bytes += static_cast<uint64_t>(part);
+  }
+  return bytes;
+}
+
+uint64_t worker_memory_bytes(uint64_t elems, uint32_t workers_per_job, uint32_t jobs) {
+  const unsigned __int128 need =
+      static_cast<unsigned __int128>(elems) * 4u * 2u * workers_per_job * std::max<uint32_t>(jobs, 1);
+  return need > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(need);
+}
+
+uint64_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (f >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
 }
 
 std::vector<std::string> node_eal_args(const std::string& vdev, unsigned memory_mb,
@@ -69,13 +115,23 @@ struct WorkerState {
   uint32_t iteration = 0;
   uint64_t bytes = 0;
   json report;
+  // What the parent saw of the allreduces this worker finished (seconds
+  // each, from its progress lines): the summary of a run cut short.
+  std::vector<double> seen_seconds;
+  Clock::time_point last_done{};
 };
 
-void worker_line(WorkerState& w, const std::string& line) {
+void worker_line(WorkerState& w, const std::string& line, Clock::time_point now) {
   if (line.rfind("P ", 0) == 0) {
     unsigned it = 0;
     unsigned long long bytes = 0;
     if (std::sscanf(line.c_str() + 2, "%u %llu", &it, &bytes) == 2) {
+      if (it > w.seen_seconds.size()) {  // allreduces finished since the last line share its time
+        const size_t n = it - w.seen_seconds.size();
+        const double each = std::chrono::duration<double>(now - w.last_done).count() / static_cast<double>(n);
+        w.seen_seconds.insert(w.seen_seconds.end(), n, each);
+        w.last_done = now;
+      }
       w.iteration = it;
       w.bytes = bytes;
     }
@@ -137,6 +193,18 @@ struct Supervision {
   double injected_at_s = 0;
 };
 
+// "killed by signal 9 (SIGKILL: Killed)", "exited with status 3", "running".
+std::string how_it_ended(const Node& c) {
+  if (c.exited && WIFSIGNALED(c.status)) {
+    const int sig = WTERMSIG(c.status);
+    const char* abbrev = sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
+           strsignal(sig) + ")";
+  }
+  if (c.exited && WIFEXITED(c.status)) return "exited with status " + std::to_string(WEXITSTATUS(c.status));
+  return "running";
+}
+
 // 4. Until every worker is done: progress, a PSwitch that dies, a signal, a stall.
 Supervision supervise_workers(NodeSet& nodes, std::map<std::string, WorkerState>& workers,
                               const ClusterOptions& opt, double total_bytes) {
@@ -145,13 +213,18 @@ Supervision supervise_workers(NodeSet& nodes, std::map<std::string, WorkerState>
   const auto start = Clock::now();
   auto last_progress = start, last_print = start;
   uint64_t last_total = 0;
+  for (const Node& n : nodes.nodes()) {
+    if (!n.is_switch) workers[n.name].last_done = start;
+  }
   for (;;) {
-    nodes.poll(100, [&](Node& n, const std::string& line, bool) { worker_line(workers[n.name], line); });
+    nodes.poll(100, [&](Node& n, const std::string& line, bool) {
+      worker_line(workers[n.name], line, Clock::now());
+    });
     const Node* gone = nodes.exited_switch();
     if (gone && gone->pid == sv.injected_pid) gone = nullptr;  // killed on purpose
     if (const Node* s = gone) {
-      std::fprintf(stderr, "\npanama-cluster: PSwitch %s exited early:\n%s\n", s->name.c_str(),
-                   tail_of(s->log_path).c_str());
+      std::fprintf(stderr, "\npanama-cluster: PSwitch %s exited early (%s):\n%s\n", s->name.c_str(),
+                   how_it_ended(*s).c_str(), tail_of(s->log_path).c_str());
       sv.switch_failed = true;
       break;
     }
@@ -199,6 +272,27 @@ Supervision supervise_workers(NodeSet& nodes, std::map<std::string, WorkerState>
   return sv;
 }
 
+// A worker without a final report: how it ended (exit status or the signal
+// that killed it) and what the parent saw of its progress.
+json partial_report(const Node& c, const WorkerState& ws, const controller::Deployment& dep,
+                    bool interrupted) {
+  std::string how = "no report: " + how_it_ended(c);
+  if (interrupted) how += " after the run was interrupted";
+  json r = {{"ok", false},
+            {"error", how},
+            {"iterations_done", ws.iteration},
+            {"bytes_in_progress", ws.bytes},
+            {"seconds", ws.seen_seconds}};
+  if (c.exited && WIFSIGNALED(c.status)) r["signal"] = WTERMSIG(c.status);
+  for (const auto& w : dep.workers) {
+    if (w.host == c.name) {
+      r["job"] = w.plan.job_id;
+      r["rank"] = w.plan.rank;
+    }
+  }
+  return r;
+}
+
 // 5. The summary: goodput per job, rank 0's per-tree statistics, every
 // PSwitch's counters; the exit status.
 int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
@@ -219,8 +313,8 @@ int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
   uint32_t failed = 0;
   for (const Node& c : nodes.nodes()) {
     if (c.is_switch) continue;
-    const json& report = workers[c.name].report;
-    json r = report.is_null() ? json{{"ok", false}, {"error", "no report (process died?)"}} : report;
+    const WorkerState& ws = workers[c.name];
+    json r = ws.report.is_null() ? partial_report(c, ws, dep, interrupted) : ws.report;
     r["host"] = c.name;
     if (!r.value("ok", false)) {
       ++failed;
@@ -248,12 +342,17 @@ int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
       }
     }
     double total_s = 0;
+    uint32_t completed = 0;
     std::printf("job %u:", j);
     for (double s : worst) {
+      if (s <= 0) continue;  // not finished (a run cut short)
       total_s += s;
+      ++completed;
       std::printf(" %.3fs", s);
     }
-    const double gbps = total_s > 0 ? size_bytes * opt.iterations * 8 / total_s / 1e9 : 0.0;
+    if (completed < opt.iterations)
+      std::printf(" (%u of %u allreduces completed)", completed, opt.iterations);
+    const double gbps = total_s > 0 ? size_bytes * completed * 8 / total_s / 1e9 : 0.0;
     double best = 0;
     for (double s : worst) best = s > 0 ? std::max(best, size_bytes * 8 / s / 1e9) : best;
     std::printf(
@@ -295,7 +394,7 @@ int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
       summary["failover"][std::to_string(j)].push_back(
           {{"tree", tree}, {"workers", ts.size()}, {"detect_ms", detect}, {"recover_ms", recover}});
     }
-    if (rank0) {
+    if (rank0 && rank0->contains("trees")) {  // a worker cut short has no per-tree report
       for (const json& t : (*rank0)["trees"]) {
         std::printf(
             "  tree %u: cwnd %.1f (max %.1f, cap %u), alpha %.3f, CE results %llu, cwnd cuts %llu, "

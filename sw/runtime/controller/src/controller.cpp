@@ -683,13 +683,18 @@ class Planner {
         tp.job = e.job;
         tp.tree = e.tree;
         tp.parent = e.parent.empty() ? -1 : static_cast<int>(port_of(s, e.parent));
-        for (const std::string& ch : e.children) tp.children.push_back(port_of(s, ch));
+        // The ingress binding: the child behind each port speaks only as its child id.
+        for (size_t k = 0; k < e.children.size(); ++k) {
+          tp.children.push_back(port_of(s, e.children[k]));
+          tp.child_ids.push_back(e.cfg.children[k]);
+        }
         ps.trees.push_back(tp);
       }
       nc.pswitch = pswitch::settings_to_json(ps);
       try {
         config::validate_node_config(nc, sd.name);
-      } catch (const config::ConfigError& e) {
+        pswitch::check_trees_against_entries(ps, nc.entries);
+      } catch (const std::runtime_error& e) {
         fail(std::string("internal: generated node config is invalid: ") + e.what());
       }
       d.switches.push_back(std::move(out));

@@ -46,6 +46,7 @@ int run_pswitch_process(const PswitchProcessOptions& opt, const std::atomic<bool
       throw SettingsError(opt.config_path + ": no \"pswitch\" section (is this a PSwitch's config?)");
     }
     const PswitchSettings settings = settings_from_json(cfg.pswitch);
+    check_trees_against_entries(settings, cfg.entries);
     const std::string prefix = opt.file_prefix.empty()
                                    ? "pswitch-" + settings.name + "-" + std::to_string(getpid())
                                    : opt.file_prefix;

@@ -1,6 +1,7 @@
 // Parsing, validation and serialisation of the "pswitch" section.
 #include "panama/pswitch/settings.hpp"
 
+#include <algorithm>
 #include <set>
 #include <type_traits>
 
@@ -117,7 +118,32 @@ PswitchSettings settings_from_json(const json& j) {
       for (const json& c : tj["children"]) {
         const uint32_t p = port_ref(c, where + ".children");
         if (static_cast<int>(p) == t.parent) fail(where + ": a port cannot be both parent and child");
+        if (std::find(t.children.begin(), t.children.end(), p) != t.children.end()) {
+          fail(where + ".children lists port '" + s.ports[p].name +
+               "' twice (it would receive every result twice)");
+        }
         t.children.push_back(p);
+      }
+      if (tj.contains("child_ids")) {
+        const json& ids = tj["child_ids"];
+        if (!ids.is_array() || ids.size() != t.children.size()) {
+          fail(where + ".child_ids must be an array with one child id per entry of \"children\"");
+        }
+        for (size_t k = 0; k < ids.size(); ++k) {
+          const json& v = ids[k];
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 ||
+              v.get<int64_t>() > int64_t{config::kMaxChildId}) {
+            fail(where + ".child_ids[" + std::to_string(k) + "] must be a child id in 0..63");
+          }
+          const uint16_t id = static_cast<uint16_t>(v.get<uint64_t>());
+          if (std::find(t.child_ids.begin(), t.child_ids.end(), id) != t.child_ids.end()) {
+            fail(where + ".child_ids lists child id " + std::to_string(id) + " twice");
+          }
+          t.child_ids.push_back(id);
+        }
+      } else {
+        if (t.children.size() > config::kMaxChildId + 1) fail(where + ".children: more than 64 children");
+        for (size_t k = 0; k < t.children.size(); ++k) t.child_ids.push_back(static_cast<uint16_t>(k));
       }
       s.trees.push_back(t);
     }
@@ -164,6 +190,7 @@ json settings_to_json(const PswitchSettings& s) {
     tj["parent"] = t.parent < 0 ? json(nullptr) : json(s.ports[t.parent].name);
     tj["children"] = json::array();
     for (uint32_t c : t.children) tj["children"].push_back(s.ports[c].name);
+    tj["child_ids"] = t.child_ids;
     j["trees"].push_back(tj);
   }
   j["mac_table"] = json::array();
@@ -171,6 +198,36 @@ json settings_to_json(const PswitchSettings& s) {
     j["mac_table"].push_back({{"mac", config::format_mac(r.mac)}, {"port", s.ports[r.port].name}});
   }
   return j;
+}
+
+void check_trees_against_entries(const PswitchSettings& s, const std::vector<config::EntryConfig>& entries) {
+  for (size_t i = 0; i < s.trees.size(); ++i) {
+    const TreePorts& t = s.trees[i];
+    const std::string where = "trees[" + std::to_string(i) + "] (job " + std::to_string(t.job) + " tree " +
+                              std::to_string(t.tree) + ")";
+    const config::EntryConfig* e = nullptr;
+    for (const config::EntryConfig& c : entries) {
+      if (c.job == t.job && c.tree == t.tree) e = &c;
+    }
+    if (!e) fail(where + " has no engine entry with that (job, tree)");
+    if (e->root != (t.parent < 0)) {
+      fail(where + (e->root ? " has a parent port but its engine entry is a root"
+                            : " has no parent port but its engine entry is not a root"));
+    }
+    if (t.child_ids.size() != t.children.size()) fail(where + ": child_ids and children differ in length");
+    for (size_t k = 0; k < t.child_ids.size(); ++k) {
+      if (std::find(e->children.begin(), e->children.end(), t.child_ids[k]) == e->children.end()) {
+        fail(where + ": port '" + s.ports[t.children[k]].name + "' is bound to child id " +
+             std::to_string(t.child_ids[k]) + ", which the engine entry does not allow");
+      }
+    }
+  }
+  for (const config::EntryConfig& e : entries) {
+    if (!s.find_tree(e.job, e.tree)) {
+      fail("engine entry for job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +
+           " has no tree in \"trees\" (its results would have nowhere to go)");
+    }
+  }
 }
 
 }  // namespace panama::pswitch

@@ -149,6 +149,7 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
   } catch (const std::invalid_argument& e) {
     throw SettingsError("pswitch '" + s.settings.name + "': engine: " + e.what());
   }
+  check_trees_against_entries(s.settings, s.cfg.entries);
   EngineRegisters<EngineBackend> regs(*s.engine);
   config::apply_node_config(regs, s.cfg);
   s.core = std::make_unique<SwitchCore<EngineBackend>>(s.settings, *s.engine);
@@ -228,6 +229,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
                           {"to_engine", sc.to_engine},
                           {"forwarded", sc.forwarded},
                           {"flooded", sc.flooded},
+                          {"binding_drops", sc.binding_drops},
                           {"queue_tail_drops", q.tail_drops},
                           {"ecn_marked", q.ecn_marked},
                           {"max_queue_bytes", q.max_depth_bytes},
@@ -266,6 +268,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
   j["switch"] = {{"engine_drops", c.engine_drops},
                  {"segmented_drops", s.segmented_drops},
                  {"result_wrong_port", c.result_wrong_port},
+                 {"binding_drops", c.binding_drops},
                  {"no_parent", c.no_parent},
                  {"hairpin_drops", c.hairpin_drops}};
   return j;
@@ -290,6 +293,17 @@ std::string SoftwarePswitch::counters_table() {
                   (unsigned long long)p["injected_dup"].get<uint64_t>(),
                   (unsigned long long)p["injected_reorder"].get<uint64_t>());
     os << line;
+  }
+  if (const uint64_t bd = j["switch"]["binding_drops"].get<uint64_t>(); bd > 0) {
+    os << "  binding drops (frames speaking for a (job, tree, child) not bound to their port): " << bd
+       << " (";
+    const char* sep = "";
+    for (const auto& p : j["ports"]) {
+      if (p["binding_drops"].get<uint64_t>() == 0) continue;
+      os << sep << p["name"].get<std::string>() << " " << p["binding_drops"].get<uint64_t>();
+      sep = ", ";
+    }
+    os << ")\n";
   }
   for (const auto& t : j["trees"]) {
     const auto& e = t["engine"];

@@ -1,6 +1,8 @@
 // DPDK transport: EAL initialisation, ring pairs and DpdkPort.
 #include "panama/runtime/dpdk.hpp"
 
+#include "panama/runtime/eal_runtime_dir.hpp"
+
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
@@ -56,6 +58,15 @@ bool parse_port_id(const std::string& s, uint16_t& id) {
   return true;
 }
 
+// The --file-prefix value in EAL arguments ("" when absent).
+std::string file_prefix_of(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].rfind("--file-prefix=", 0) == 0) return args[i].substr(14);
+    if (args[i] == "--file-prefix" && i + 1 < args.size()) return args[i + 1];
+  }
+  return "";
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ DpdkEal
@@ -88,6 +99,7 @@ std::shared_ptr<DpdkEal> DpdkEal::initialize(const std::vector<std::string>& arg
   // thread created afterwards (progress threads, the user's) would inherit
   // that single CPU. The runtime is a library, not the whole application:
   // give the caller its CPU set back.
+  remove_stale_eal_runtime_dirs(eal_runtime_base_dir(), file_prefix_of(args));
   cpu_set_t before;
   const bool have_before = sched_getaffinity(0, sizeof before, &before) == 0;
   const int rc = rte_eal_init(static_cast<int>(argv_store.size()), argv.data());
@@ -100,6 +112,7 @@ std::shared_ptr<DpdkEal> DpdkEal::initialize(const std::vector<std::string>& arg
     g.init_error = reason(rte_errno) + " (EAL arguments: " + all + ")";
     throw DpdkError("DPDK EAL initialisation failed: " + g.init_error);
   }
+  if (rte_eal_process_type() == RTE_PROC_PRIMARY) remove_eal_runtime_dir_at_exit(rte_eal_get_runtime_dir());
   g.eal = std::shared_ptr<DpdkEal>(new DpdkEal(args));
   return g.eal;
 }

@@ -128,8 +128,16 @@ int run_cluster_in_process(const ClusterOptions& opt);
 // "P <iteration> <bytes done>" and a final "R <json>" on stdout.
 int run_worker(const WorkerOptions& opt);
 
-// "64MiB", "1.5GiB", "4096", "10KB" -> bytes. Throws std::invalid_argument.
+// "64MiB", "1.5GiB", "4096", "10KB" -> bytes, parsed exactly. Throws
+// std::invalid_argument for anything else, including sizes over 2^64 - 1.
 uint64_t parse_size(const std::string& text);
+
+// MemAvailable of /proc/meminfo in bytes (0 when unknown).
+uint64_t mem_available_bytes();
+
+// Bytes the worker processes hold for one run (each worker keeps its data
+// and a reference copy), saturating at UINT64_MAX.
+uint64_t worker_memory_bytes(uint64_t elems, uint32_t workers_per_job, uint32_t jobs);
 
 // EAL arguments of a virtual-cluster process: no hugepages, no PCI, nothing
 // shared config, its own file prefix, not pinned to one core, one vdev.

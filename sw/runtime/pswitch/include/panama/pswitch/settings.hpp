@@ -44,6 +44,11 @@ struct TreePorts {
   uint8_t tree = 0;
   int parent = -1;                 // port index of the parent; -1 at the root
   std::vector<uint32_t> children;  // port indices results are replicated to
+  // The ingress binding: children[i] may speak for this tree only as child
+  // id child_ids[i] (the worker's child id at a leaf, the lower PSwitch's
+  // out_child_id above). Parallel to `children`; "child_ids" in the JSON,
+  // by default the position in "children" (the controller's rule).
+  std::vector<uint16_t> child_ids;
 };
 
 struct MacRoute {
@@ -73,6 +78,12 @@ struct PswitchSettings {
 
 // Parses and validates a "pswitch" section; throws SettingsError naming the key.
 PswitchSettings settings_from_json(const nlohmann::json& j);
+
+// Checks the section against the engine table it sits beside: every tree has
+// an engine entry with the same (job, tree), root exactly when it has no
+// parent, whose child ids include every bound child id; every entry has a
+// tree (else its emissions would have nowhere to go). Throws SettingsError.
+void check_trees_against_entries(const PswitchSettings& s, const std::vector<config::EntryConfig>& entries);
 nlohmann::json settings_to_json(const PswitchSettings& s);
 
 }  // namespace panama::pswitch

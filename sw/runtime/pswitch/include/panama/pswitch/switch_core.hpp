@@ -1,5 +1,11 @@
 // The switch around the engine: decides, per received frame, where it goes.
 //
+//  - ingress binding first: an aggregate-up / retransmission must carry a
+//    (job, tree, child) the controller bound to its ingress port (a child
+//    port of that tree with that child id); a port that is any tree's child
+//    port speaks only for its bindings, also for trees served elsewhere, and
+//    never sends result-down. Anything else is dropped and counted
+//    (binding_drops) before the engine sees it (docs/pswitch.md, Isolation);
 //  - aggregate-up / retransmission for a (job, tree) this switch serves ->
 //    the engine; what the engine emits goes to the tree's parent port
 //    (aggregate-up) or, at the root, is replicated to the tree's child ports
@@ -29,8 +35,9 @@ struct PortSwitchCounters {
   uint64_t rx_frames = 0;
   uint64_t rx_bytes = 0;
   uint64_t to_engine = 0;
-  uint64_t forwarded = 0;  // ordinary frames sent out of this port by MAC lookup
-  uint64_t flooded = 0;    // ordinary frames flooded out of this port
+  uint64_t forwarded = 0;      // ordinary frames sent out of this port by MAC lookup
+  uint64_t flooded = 0;        // ordinary frames flooded out of this port
+  uint64_t binding_drops = 0;  // PANAMA frames whose (job, tree, child) is not bound to this port
 };
 
 struct TreeSwitchCounters {
@@ -47,14 +54,24 @@ struct SwitchCounters {
   uint64_t result_wrong_port = 0;  // result-down for a served tree not from its parent
   uint64_t no_parent = 0;          // aggregate-up emitted for a tree without a parent port
   uint64_t hairpin_drops = 0;      // MAC table points back at the ingress port
+  uint64_t binding_drops = 0;      // sum of the ports' binding_drops
 };
 
 template <class Engine>
 class SwitchCore {
  public:
   SwitchCore(const PswitchSettings& settings, Engine& engine)
-      : s_(settings), engine_(engine), ports_(settings.ports.size()), trees_(settings.trees.size()) {
+      : s_(settings),
+        engine_(engine),
+        ports_(settings.ports.size()),
+        trees_(settings.trees.size()),
+        child_port_(settings.ports.size(), false),
+        parent_port_(settings.ports.size(), false) {
     held_.reserve(wire::kMaxFrameBytes);
+    for (const TreePorts& t : s_.trees) {
+      for (uint32_t p : t.children) child_port_[p] = true;
+      if (t.parent >= 0) parent_port_[t.parent] = true;
+    }
   }
 
   template <class Out>
@@ -67,6 +84,10 @@ class SwitchCore {
     const wire::FrameClass cls = wire::classify_frame(frame, len, engine_.udp_port(), h);
     if (cls == wire::FrameClass::kOk) {
       const int t = tree_index(h.job_id, h.tree_id);
+      if (!bound(in_port, t, h.child_id)) {
+        drop_unbound(in_port);
+        return;
+      }
       if (t >= 0) {
         ++trees_[t].contributions_in;
         to_engine(in_port, frame, len, out);
@@ -82,6 +103,10 @@ class SwitchCore {
         }
         ++trees_[t].results_from_parent;
         replicate(t, frame, len, out);
+        return;
+      }
+      if (child_port_[in_port] && !parent_port_[in_port]) {  // results never flow up
+        drop_unbound(in_port);
         return;
       }
     } else if (wire::is_malformed(cls)) {
@@ -102,6 +127,22 @@ class SwitchCore {
       if (s_.trees[i].job == job && s_.trees[i].tree == tree) return static_cast<int>(i);
     }
     return -1;
+  }
+
+  // May `in_port` speak as `child` for tree index `t` (-1: not served here)?
+  bool bound(uint32_t in_port, int t, uint16_t child) const {
+    if (t < 0) return !child_port_[in_port];  // transit: only from ports without bindings
+    const TreePorts& tp = s_.trees[t];
+    for (size_t k = 0; k < tp.children.size(); ++k) {
+      // No child_ids: positional, as settings_from_json defaults them.
+      if (tp.children[k] == in_port) return (k < tp.child_ids.size() ? tp.child_ids[k] : k) == child;
+    }
+    return false;
+  }
+
+  void drop_unbound(uint32_t in_port) {
+    ++ports_[in_port].binding_drops;
+    ++ctr_.binding_drops;
   }
 
   template <class Out>
@@ -201,7 +242,9 @@ class SwitchCore {
   std::vector<PortSwitchCounters> ports_;
   std::vector<TreeSwitchCounters> trees_;
   SwitchCounters ctr_;
-  std::vector<uint8_t> held_;  // an emission held back while its cause is decided
+  std::vector<uint8_t> held_;      // an emission held back while its cause is decided
+  std::vector<bool> child_port_;   // per port: a child port of some tree (has bindings)
+  std::vector<bool> parent_port_;  // per port: the parent port of some tree
 };
 
 }  // namespace panama::pswitch
