@@ -783,7 +783,7 @@ class Planner {
   std::vector<bool> is_leaf;                       // per PSwitch
   std::vector<int> tier;                           // per PSwitch: 0 leaf/edge, 1 spine/aggregation, 2 core
   std::vector<std::vector<size_t>> sw_neighbours;  // per PSwitch: linked PSwitches
-  size_t trees_planned = 0;                        // primary trees of the jobs planned so far (root spreading)
+  size_t trees_planned = 0;                        // primary trees of earlier jobs (root spreading)
   std::vector<PendingEntry> entries;
   std::vector<WorkerSlot> worker_slots;
   Deployment d;
