@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-asan}
 # shift-base is recoverable only so that scripts/sanitize-ubsan.supp can
 # silence it in Verilator's generated code; elsewhere halt_on_error stops.
-SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize-recover=shift-base -fno-omit-frame-pointer"
+# GCC 12 reports false maybe-uninitialized warnings inside std::regex and
+# std::function when instrumented; they stay warnings here, other warnings
+# stay errors.
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize-recover=shift-base -fno-omit-frame-pointer -Wno-error=maybe-uninitialized"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPANAMA_WERROR=ON -DPANAMA_REQUIRE_ALL=ON \
   -DPANAMA_FUZZ=OFF -DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined"
