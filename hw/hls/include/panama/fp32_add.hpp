@@ -204,7 +204,7 @@ inline void fp32_add_run(uint32_t* acc, const uint8_t* payload_le, uint32_t n) {
 inline void fp32_load_run(uint32_t* dst, const uint8_t* payload_le, uint32_t n) {
   PANAMA_HLS(INLINE)
 #if PANAMA_FP32_SSE_PATH
-  memcpy(dst, payload_le, static_cast<size_t>(n) * 4);  // little-endian host
+  if (n != 0) memcpy(dst, payload_le, static_cast<size_t>(n) * 4);  // little-endian host; no null to memcpy
 #else
   for (uint32_t i = 0; i < n; ++i) {
     PANAMA_HLS(PIPELINE II = 1)
@@ -218,7 +218,7 @@ inline void fp32_load_run(uint32_t* dst, const uint8_t* payload_le, uint32_t n) 
 inline void fp32_store_run(uint8_t* payload_le, const uint32_t* src, uint32_t n) {
   PANAMA_HLS(INLINE)
 #if PANAMA_FP32_SSE_PATH
-  memcpy(payload_le, src, static_cast<size_t>(n) * 4);  // little-endian host
+  if (n != 0) memcpy(payload_le, src, static_cast<size_t>(n) * 4);  // little-endian host; no null to memcpy
 #else
   for (uint32_t i = 0; i < n; ++i) {
     PANAMA_HLS(PIPELINE II = 1)
