@@ -211,6 +211,22 @@ def main():
         reg = f" (register {label(end_reg[en])})" if en in end_reg else ""
         print(f"  {lv:3d}  {lu}/{mx}/{ca}: {label(st)} -> {label(en)}{reg}")
         print(f"        via {' '.join(trace(en))}")
+    if args.limit is not None:
+        # Where the paths over the limit are: grouped by the module (first
+        # hierarchy level of the flattened name) of their start and end.
+        def module_of(name):
+            return name.split(".", 1)[0] if "." in name else "(top)"
+        groups = {}
+        for lv, lu, mx, ca, st, en in reg_paths:
+            if lv <= args.limit:
+                break
+            key = (module_of(label(st)), module_of(label(end_reg.get(en, en))))
+            cnt, deepest = groups.get(key, (0, 0))
+            groups[key] = (cnt + 1, max(deepest, lv))
+        if groups:
+            print(f"endpoints over {args.limit} levels by start -> end module (count, deepest):")
+            for (a, b), (cnt, deepest) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
+                print(f"  {a} -> {b}: {cnt} endpoints, {deepest} levels")
     if io_paths:
         lv, lu, mx, ca, st, en = io_paths[0]
         print(f"deepest path from or to a module port: {lv} levels: {label(st)} -> {label(en)}")
