@@ -57,6 +57,7 @@ struct SoftwarePswitch::Impl {
   std::unique_ptr<SwitchCore<EngineBackend>> core;
   std::vector<Port> ports;
   uint64_t segmented_drops = 0;  // multi-segment frames (not produced by our 9216-byte mbufs)
+  uint64_t shared_copies = 0;    // replicated frames sent as a reference to a shared mbuf, not a copy
 
   rte_mbuf* copy_into(Port& p, const uint8_t* d, uint32_t n) {
     uint8_t* buf = nullptr;
@@ -78,6 +79,47 @@ struct SoftwarePswitch::Impl {
     }
   }
 
+  // One frame to several ports (a result to a tree's children): the ports
+  // whose queues would not mark it share one reference-counted mbuf (a
+  // receiver reads it and frees its reference; net_ring passes the pointer,
+  // memif copies it); a queue that marks CE writes into the frame, so it
+  // gets a copy of its own.
+  void multicast(const std::vector<uint32_t>& out_ports, const uint8_t* d, uint32_t n, uint64_t now) {
+    rte_mbuf* shared = nullptr;
+    for (uint32_t port : out_ports) {
+      Port& p = ports[port];
+      if (p.queue->marks_now()) {
+        enqueue(port, d, n, now);
+        continue;
+      }
+      rte_mbuf* m = shared;
+      if (m) {
+        rte_mbuf_refcnt_update(m, 1);
+      } else {
+        m = copy_into(p, d, n);
+        if (!m) continue;
+      }
+      if (p.queue->enqueue(m, rte_pktmbuf_mtod(m, uint8_t*), n, now) == EnqueueResult::kDropped) {
+        runtime::DpdkPort::free(m);  // one reference; the others keep it
+        continue;
+      }
+      shared = m;
+      ++shared_copies;
+    }
+    // Every reference but the first is a copy not made.
+    if (shared) --shared_copies;
+  }
+
+  // The sink SwitchCore emits into.
+  struct Emit {
+    Impl* s;
+    uint64_t now;
+    void operator()(uint32_t out, const uint8_t* d, uint32_t n) const { s->enqueue(out, d, n, now); }
+    void multicast(const std::vector<uint32_t>& out_ports, const uint8_t* d, uint32_t n) const {
+      s->multicast(out_ports, d, n, now);
+    }
+  };
+
   uint32_t poll(uint64_t now) {
     uint32_t work = 0;
     rte_mbuf* burst[kBurst];
@@ -89,8 +131,18 @@ struct SoftwarePswitch::Impl {
         if (m->nb_segs != 1) {
           ++segmented_drops;
           runtime::DpdkPort::free(m);
-        } else if (engine_queue->enqueue(RxFrame{m, pi}, rte_pktmbuf_mtod(m, uint8_t*),
-                                         rte_pktmbuf_data_len(m), now) == EnqueueResult::kDropped) {
+          return;
+        }
+        if (rte_mbuf_refcnt_read(m) > 1 && engine_queue->marks_now()) {
+          // A frame another receiver shares (a result replicated by a PSwitch
+          // of this process): marking CE writes into it, so mark a copy.
+          rte_mbuf* c = copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+          runtime::DpdkPort::free(m);
+          if (!c) return;
+          m = c;
+        }
+        if (engine_queue->enqueue(RxFrame{m, pi}, rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m),
+                                  now) == EnqueueResult::kDropped) {
           runtime::DpdkPort::free(m);
         }
       };
@@ -109,7 +161,7 @@ struct SoftwarePswitch::Impl {
     }
     work += engine_queue->dequeue(now, kEngineBatch, [&](RxFrame f) {
       core->on_frame(f.port, rte_pktmbuf_mtod(f.m, const uint8_t*), rte_pktmbuf_data_len(f.m),
-                     [this, now](uint32_t out, const uint8_t* d, uint32_t dl) { enqueue(out, d, dl, now); });
+                     Emit{this, now});
       runtime::DpdkPort::free(f.m);
     });
     for (Port& p : ports) {
@@ -265,11 +317,9 @@ nlohmann::json SoftwarePswitch::counters_json() {
                        {"tail_drops", eq.tail_drops},
                        {"ecn_marked", eq.ecn_marked},
                        {"max_queue_bytes", eq.max_depth_bytes}};
-  j["switch"] = {{"engine_drops", c.engine_drops},
-                 {"segmented_drops", s.segmented_drops},
-                 {"result_wrong_port", c.result_wrong_port},
-                 {"binding_drops", c.binding_drops},
-                 {"no_parent", c.no_parent},
+  j["switch"] = {{"engine_drops", c.engine_drops},   {"segmented_drops", s.segmented_drops},
+                 {"shared_copies", s.shared_copies}, {"result_wrong_port", c.result_wrong_port},
+                 {"binding_drops", c.binding_drops}, {"no_parent", c.no_parent},
                  {"hairpin_drops", c.hairpin_drops}};
   return j;
 }

@@ -68,6 +68,11 @@ class OutputQueue {
         burst_bytes_(2.0 * (wire::kMaxFrameBytes + kWireOverheadBytes)),
         tokens_(burst_bytes_) {}
 
+  // Whether a frame queued now would be marked CE (the queue holds more
+  // than K bytes): a caller sharing one frame between queues gives a queue
+  // that marks its own copy.
+  bool marks_now() const { return cfg_.ecn_k_bytes != 0 && depth_bytes_ > cfg_.ecn_k_bytes; }
+
   // Queues `h` (whose frame bytes are `frame`, `len`) at time `now_ns`,
   // marking CE when the queue already holds more than K bytes. On kDropped
   // the caller still owns h.
@@ -78,7 +83,7 @@ class OutputQueue {
       return EnqueueResult::kDropped;
     }
     bool marked = false;
-    if (cfg_.ecn_k_bytes != 0 && depth_bytes_ > cfg_.ecn_k_bytes) {
+    if (marks_now()) {
       const EcnMark m = mark_ce(frame, len);
       marked = m == EcnMark::kMarked;
       if (marked) ++ctr_.ecn_marked;

@@ -23,6 +23,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "panama/engine.hpp"
@@ -30,6 +32,18 @@
 #include "panama/wire.hpp"
 
 namespace panama::pswitch {
+
+// An output sink `out(port, bytes, len)` may also offer
+// `out.multicast(ports, bytes, len)`: one frame to several ports at once, so
+// that a sink holding frames in buffers can share one buffer between them
+// (the software PSwitch does, with reference-counted mbufs). Without it, a
+// replicated frame is handed to `out` once per port.
+template <class Out, class = void>
+struct HasMulticast : std::false_type {};
+template <class Out>
+struct HasMulticast<Out, std::void_t<decltype(std::declval<Out&>().multicast(
+                             std::declval<const std::vector<uint32_t>&>(), std::declval<const uint8_t*>(),
+                             std::declval<uint32_t>()))>> : std::true_type {};
 
 struct PortSwitchCounters {
   uint64_t rx_frames = 0;
@@ -201,9 +215,12 @@ class SwitchCore {
 
   template <class Out>
   void replicate(int t, const uint8_t* d, uint32_t n, Out& out) {
-    for (uint32_t p : s_.trees[t].children) {
-      ++trees_[t].result_copies;
-      out(p, d, n);
+    const std::vector<uint32_t>& children = s_.trees[t].children;
+    trees_[t].result_copies += children.size();
+    if constexpr (HasMulticast<std::remove_reference_t<Out>>::value) {
+      out.multicast(children, d, n);
+    } else {
+      for (uint32_t p : children) out(p, d, n);
     }
   }
 
