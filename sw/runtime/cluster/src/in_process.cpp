@@ -58,6 +58,16 @@ struct WorkerSlot {
   std::thread thread;
 };
 
+// A worker thread without a final report (interrupted or stalled run).
+json partial_report(const WorkerSlot& s, bool interrupted) {
+  return {{"ok", false},
+          {"error", interrupted ? "did not finish: the run was interrupted" : "did not finish"},
+          {"iterations_done", s.iteration.load()},
+          {"bytes_in_progress", s.bytes.load()},
+          {"job", s.job},
+          {"rank", s.rank}};
+}
+
 }  // namespace
 
 int run_cluster_in_process(const ClusterOptions& opt) {
@@ -220,22 +230,11 @@ int run_cluster_in_process(const ClusterOptions& opt) {
   for (auto& t : switch_threads) t.join();
 
   // Summary, in the same form as the multi-process cluster's.
-  json summary = {{"baseline", opt.ring_baseline ? "ring" : "none"},
-                  {"topology", opt.topology},
-                  {"in_process", true},
-                  {"workers_per_job", opt.workers},
-                  {"jobs", opt.jobs},
-                  {"trees", opt.trees},
-                  {"bytes", opt.elems * 4},
-                  {"iterations", opt.iterations},
-                  {"link_gbps", opt.link_gbps},
-                  {"workers", json::array()},
-                  {"pswitches", json::array()}};
+  json summary = summary_header(opt, true);
   uint64_t mismatches = 0;
   uint32_t failed = 0;
   for (const auto& s : slots) {
-    json r =
-        s->done.load() && !s->report.is_null() ? s->report : json{{"ok", false}, {"error", "did not finish"}};
+    json r = s->done.load() && !s->report.is_null() ? s->report : partial_report(*s, interrupted);
     r["host"] = s->host;
     if (!r.value("ok", false)) {
       ++failed;
@@ -246,72 +245,12 @@ int run_cluster_in_process(const ClusterOptions& opt) {
     summary["workers"].push_back(r);
   }
   std::printf("\n== PANAMA virtual cluster summary (in-process) ==\n");
-  for (uint32_t j = 1; j <= opt.jobs; ++j) {
-    std::vector<double> worst(opt.iterations, 0.0);
-    const json* rank0 = nullptr;
-    uint64_t retrans = 0, timeouts = 0;
-    for (const json& r : summary["workers"]) {
-      if (r.value("job", 0u) != j || !r.contains("seconds")) continue;
-      if (r.value("rank", 1u) == 0) rank0 = &r;
-      retrans += r.value("retransmissions", uint64_t{0});
-      timeouts += r.value("timeouts", uint64_t{0});
-      for (size_t i = 0; i < r["seconds"].size() && i < worst.size(); ++i)
-        worst[i] = std::max(worst[i], r["seconds"][i].get<double>());
-    }
-    double total_s = 0, best = 0;
-    std::printf("job %u:", j);
-    for (double s : worst) {
-      total_s += s;
-      std::printf(" %.3fs", s);
-      if (s > 0) best = std::max(best, size_bytes * 8 / s / 1e9);
-    }
-    const double gbps = total_s > 0 ? size_bytes * opt.iterations * 8 / total_s / 1e9 : 0.0;
-    std::printf(
-        "\n  goodput %.3f Gbit/s mean, %.3f best (%.1f%% of the %.3g Gbit/s link); retransmissions %llu, "
-        "timeouts %llu (all workers)\n",
-        gbps, best, opt.link_gbps > 0 ? 100.0 * gbps / opt.link_gbps : 0.0, opt.link_gbps,
-        static_cast<unsigned long long>(retrans), static_cast<unsigned long long>(timeouts));
-    summary["goodput_gbps"][std::to_string(j)] = gbps;
-    if (rank0) {
-      for (const json& t : (*rank0)["trees"]) {
-        std::printf(
-            "  tree %u: cwnd %.1f (max %.1f, cap %u), alpha %.3f, CE results %llu, retransmissions %llu, "
-            "srtt %.0f us\n",
-            t.value("tree", 0u), t.value("cwnd", 0.0), t.value("max_cwnd", 0.0), t.value("cwnd_cap", 0u),
-            t.value("alpha", 0.0), static_cast<unsigned long long>(t.value("results_ce", uint64_t{0})),
-            static_cast<unsigned long long>(t.value("retransmissions", uint64_t{0})),
-            t.value("srtt_us", 0.0));
-      }
-    }
-  }
-  for (auto& sw : switches) {
-    const json st = sw->counters_json();
-    summary["pswitches"].push_back(st);
-    std::printf("PSwitch %s:\n", st.value("name", "?").c_str());
-    for (const json& p : st["ports"]) {
-      std::printf("  port %-7s rx %9llu tx %9llu  ecn %7llu  qdrop %5llu  maxq %6.0f KiB\n",
-                  p.value("name", "?").c_str(), (unsigned long long)p.value("rx_frames", uint64_t{0}),
-                  (unsigned long long)p.value("tx_frames", uint64_t{0}),
-                  (unsigned long long)p.value("ecn_marked", uint64_t{0}),
-                  (unsigned long long)p.value("queue_tail_drops", uint64_t{0}),
-                  p.value("max_queue_bytes", uint64_t{0}) / 1024.0);
-    }
-  }
-  const bool ok = rc == 0 && !interrupted && !stalled && failed == 0 && mismatches == 0;
-  summary["ok"] = ok;
-  summary["mismatches"] = mismatches;
-  if (ok) {
-    std::printf("RESULT: all %zu x %u allreduces bit-exact against the local reference\n", slots.size(),
-                opt.iterations);
-  } else {
-    std::printf("RESULT: FAILED (%u worker(s) failed, %llu mismatching elements%s)\n", failed,
-                static_cast<unsigned long long>(mismatches),
-                interrupted ? ", interrupted" : (stalled ? ", stalled" : ""));
-  }
-  if (!opt.summary_path.empty()) {
-    std::ofstream f(opt.summary_path);
-    f << summary.dump(2) << "\n";
-  }
+  report_jobs(opt, summary);
+  std::vector<json> switch_counters;
+  for (auto& sw : switches) switch_counters.push_back(sw->counters_json());
+  report_switches(switch_counters, summary);
+  const bool ok = report_result(opt, summary, rc == 0 && !interrupted && !stalled, failed, mismatches,
+                                interrupted ? ", interrupted" : (stalled ? ", stalled" : ""));
   finish_run_dir(run, !opt.keep && (ok || interrupted), "panama-cluster");
   // The EAL is not torn down (below), so its runtime directory goes here.
   std::error_code ec;

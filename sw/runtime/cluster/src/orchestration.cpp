@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "panama/pswitch/pswitch_process.hpp"
@@ -435,6 +436,181 @@ std::string self_exe() {
   if (n <= 0) return {};
   buf[n] = 0;
   return buf;
+}
+
+// ---------------------------------------------------------------- 6. report
+
+json summary_header(const ClusterOptions& opt, bool in_process) {
+  json summary = {{"baseline", opt.ring_baseline ? "ring" : "none"},
+                  {"topology", opt.topology},
+                  {"workers_per_job", opt.workers},
+                  {"jobs", opt.jobs},
+                  {"trees", opt.trees},
+                  {"bytes", opt.elems * 4},
+                  {"iterations", opt.iterations},
+                  {"link_gbps", opt.link_gbps},
+                  {"workers", json::array()},
+                  {"pswitches", json::array()}};
+  if (in_process) summary["in_process"] = true;
+  return summary;
+}
+
+void report_jobs(const ClusterOptions& opt, json& summary) {
+  const double size_bytes = static_cast<double>(opt.elems) * 4.0;
+  // Goodput per job: tensor bytes over the slowest worker's time per iteration.
+  for (uint32_t j = 1; j <= opt.jobs; ++j) {
+    std::vector<double> worst(opt.iterations, 0.0);
+    const json* rank0 = nullptr;
+    uint64_t retrans = 0, timeouts = 0;
+    for (const json& r : summary["workers"]) {
+      if (r.value("job", 0u) != j || !r.contains("seconds")) continue;
+      if (r.value("rank", 1u) == 0) rank0 = &r;
+      retrans += r.value("retransmissions", uint64_t{0});
+      timeouts += r.value("timeouts", uint64_t{0});
+      for (size_t i = 0; i < r["seconds"].size() && i < worst.size(); ++i) {
+        worst[i] = std::max(worst[i], r["seconds"][i].get<double>());
+      }
+    }
+    double total_s = 0;
+    uint32_t completed = 0;
+    std::printf("job %u:", j);
+    for (double s : worst) {
+      if (s <= 0) continue;  // not finished (a run cut short)
+      total_s += s;
+      ++completed;
+      std::printf(" %.3fs", s);
+    }
+    if (completed < opt.iterations)
+      std::printf(" (%u of %u allreduces completed)", completed, opt.iterations);
+    const double gbps = total_s > 0 ? size_bytes * completed * 8 / total_s / 1e9 : 0.0;
+    double best = 0;
+    for (double s : worst) best = s > 0 ? std::max(best, size_bytes * 8 / s / 1e9) : best;
+    std::printf(
+        "\n  goodput %.3f Gbit/s mean, %.3f best (%.1f%% of the %.3g Gbit/s link); retransmissions %llu, "
+        "timeouts %llu (all workers)\n",
+        gbps, best, opt.link_gbps > 0 ? 100.0 * gbps / opt.link_gbps : 0.0, opt.link_gbps,
+        static_cast<unsigned long long>(retrans), static_cast<unsigned long long>(timeouts));
+    summary["goodput_gbps"][std::to_string(j)] = gbps;
+    // Tree failover: per dead tree, over the job's workers, the time from its
+    // last result to the worker declaring it dead and to the agreed restart
+    // (the first result on the standby tree): the time to recover.
+    std::map<unsigned, std::vector<const json*>> dead;
+    for (const json& r : summary["workers"]) {
+      if (r.value("job", 0u) != j || !r.contains("trees")) continue;
+      for (const json& t : r["trees"]) {
+        if (t.value("state", std::string()) == "dead") dead[t.value("tree", 0u)].push_back(&t);
+      }
+    }
+    for (const auto& [tree, ts] : dead) {
+      double detect = 0, recover = 0;
+      uint64_t kept = 0, unanswered = 0;
+      bool agreed = true;
+      for (const json* t : ts) {
+        const double last = static_cast<double>(t->value("last_result_ns", uint64_t{0}));
+        detect = std::max(detect, (static_cast<double>(t->value("dead_at_ns", uint64_t{0})) - last) / 1e6);
+        const uint64_t at = t->value("agreed_at_ns", uint64_t{0});
+        agreed = agreed && at > 0;
+        recover = std::max(recover, (static_cast<double>(at) - last) / 1e6);
+        kept += t->value("replayed_kept", uint64_t{0});
+        unanswered += t->value("replayed_unanswered", uint64_t{0});
+      }
+      std::printf(
+          "  tree %u failed over on %zu worker(s): detected %.1f ms after its last result, restart agreed "
+          "%s%.1f ms after it (time to recover, slowest worker); sequence %u; re-sent %llu kept + %llu "
+          "unanswered contributions\n",
+          tree, ts.size(), detect, agreed ? "" : "(NOT on every worker) ", recover,
+          ts.front()->value("restart_seq", 0u), static_cast<unsigned long long>(kept),
+          static_cast<unsigned long long>(unanswered));
+      summary["failover"][std::to_string(j)].push_back(
+          {{"tree", tree}, {"workers", ts.size()}, {"detect_ms", detect}, {"recover_ms", recover}});
+    }
+    if (rank0 && rank0->contains("trees")) {  // a worker cut short has no per-tree report
+      for (const json& t : (*rank0)["trees"]) {
+        std::printf(
+            "  tree %u: cwnd %.1f (max %.1f, cap %u), alpha %.3f, CE results %llu, cwnd cuts %llu, "
+            "retransmissions %llu, srtt %.0f us%s\n",
+            t.value("tree", 0u), t.value("cwnd", 0.0), t.value("max_cwnd", 0.0), t.value("cwnd_cap", 0u),
+            t.value("alpha", 0.0), static_cast<unsigned long long>(t.value("results_ce", uint64_t{0})),
+            static_cast<unsigned long long>(t.value("cwnd_reductions", uint64_t{0})),
+            static_cast<unsigned long long>(t.value("retransmissions", uint64_t{0})), t.value("srtt_us", 0.0),
+            t.value("state", std::string("active")) == "active"
+                ? ""
+                : (" [" + t.value("state", std::string()) + "]").c_str());
+      }
+    }
+  }
+}
+
+void report_switches(const std::vector<json>& switch_counters, json& summary) {
+  for (const json& st : switch_counters) {
+    if (st.contains("error")) {
+      std::printf("PSwitch %s: %s\n", st.value("name", "?").c_str(), st["error"].get<std::string>().c_str());
+      continue;
+    }
+    try {
+      summary["pswitches"].push_back(st);
+      std::printf("PSwitch %s:\n", st.value("name", "?").c_str());
+      for (const json& p : st["ports"]) {
+        std::printf(
+            "  port %-7s rx %9llu tx %9llu  ecn %7llu  qdrop %5llu  maxq %6.0f KiB  inj loss/dup/reo "
+            "%llu/%llu/%llu\n",
+            p["name"].get<std::string>().c_str(), (unsigned long long)p["rx_frames"].get<uint64_t>(),
+            (unsigned long long)p["tx_frames"].get<uint64_t>(),
+            (unsigned long long)p["ecn_marked"].get<uint64_t>(),
+            (unsigned long long)p["queue_tail_drops"].get<uint64_t>(),
+            p["max_queue_bytes"].get<uint64_t>() / 1024.0,
+            (unsigned long long)p["injected_loss"].get<uint64_t>(),
+            (unsigned long long)p["injected_dup"].get<uint64_t>(),
+            (unsigned long long)p["injected_reorder"].get<uint64_t>());
+      }
+      for (const json& t : st["trees"]) {
+        const json& e = t["engine"];
+        std::printf(
+            "  job %u tree %u: aggregated %llu, emitted %llu, duplicates %llu, retrans served %llu, "
+            "ecn in %llu, seq-window drops %llu\n",
+            t["job"].get<unsigned>(), t["tree"].get<unsigned>(),
+            (unsigned long long)e.value("aggregated", uint64_t{0}),
+            (unsigned long long)e.value("emitted", uint64_t{0}),
+            (unsigned long long)e.value("duplicates", uint64_t{0}),
+            (unsigned long long)e.value("retrans_served", uint64_t{0}),
+            (unsigned long long)e.value("ecn_marked", uint64_t{0}),
+            (unsigned long long)e.value("drop_seq_window", uint64_t{0}));
+      }
+      if (st.contains("engine_queue")) {
+        const json& q = st["engine_queue"];
+        std::printf(
+            "  engine queue: frames %llu, CE marked %llu, tail drops %llu, max %.0f KiB; shared result "
+            "copies %llu\n",
+            (unsigned long long)q.value("frames", uint64_t{0}),
+            (unsigned long long)q.value("ecn_marked", uint64_t{0}),
+            (unsigned long long)q.value("tail_drops", uint64_t{0}),
+            q.value("max_queue_bytes", uint64_t{0}) / 1024.0,
+            (unsigned long long)st["switch"].value("shared_copies", uint64_t{0}));
+      }
+    } catch (const json::exception&) {
+      std::printf("PSwitch %s: incomplete counters\n", st.value("name", "?").c_str());
+    }
+  }
+}
+
+bool report_result(const ClusterOptions& opt, json& summary, bool ran, uint32_t failed, uint64_t mismatches,
+                   const char* why) {
+  const bool ok = ran && failed == 0 && mismatches == 0;
+  summary["ok"] = ok;
+  summary["mismatches"] = mismatches;
+  if (ok) {
+    std::printf("RESULT: all %zu x %u allreduces bit-exact against the local reference\n",
+                summary["workers"].size(), opt.iterations);
+  } else {
+    std::printf("RESULT: FAILED (%u worker(s) failed, %llu mismatching elements%s)\n", failed,
+                static_cast<unsigned long long>(mismatches), why);
+  }
+  std::fflush(stdout);
+  if (!opt.summary_path.empty()) {
+    std::ofstream f(opt.summary_path);
+    f << summary.dump(2) << "\n";
+  }
+  return ok;
 }
 
 }  // namespace panama::cluster

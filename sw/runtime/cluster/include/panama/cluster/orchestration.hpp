@@ -122,6 +122,27 @@ class NodeSet {
 // object per PSwitch; unreadable files give {"node": ..., "error": ...}).
 std::vector<nlohmann::json> collect_switch_counters(const PlannedRun& run);
 
+// ---------------------------------------------------------------- 6. report
+
+// The summary JSON's run description (workers and pswitches still empty).
+nlohmann::json summary_header(const ClusterOptions& opt, bool in_process);
+
+// Prints per job the slowest worker's time per allreduce, goodput (mean and
+// best against the link), retransmissions, tree failovers and rank 0's
+// per-tree congestion state, from the worker reports in summary["workers"];
+// adds "goodput_gbps" and "failover" to `summary`.
+void report_jobs(const ClusterOptions& opt, nlohmann::json& summary);
+
+// Prints every PSwitch's port, tree and engine-queue counters and adds them
+// to summary["pswitches"].
+void report_switches(const std::vector<nlohmann::json>& switch_counters, nlohmann::json& summary);
+
+// Prints the RESULT line, sets "ok" and "mismatches" and writes the summary
+// to opt.summary_path (if set). `ran`: the run was not interrupted, stalled
+// or failed in setup; `why` is appended to a failure line. Returns ok.
+bool report_result(const ClusterOptions& opt, nlohmann::json& summary, bool ran, uint32_t failed,
+                   uint64_t mismatches, const char* why);
+
 // Removes the run directory when this run created it and it is not to be
 // kept; otherwise says on stderr where it is (`tool` prefixes the message).
 void finish_run_dir(const PlannedRun& run, bool remove, const char* tool);
