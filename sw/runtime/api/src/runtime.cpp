@@ -2,6 +2,7 @@
 // AllreduceHandle.
 #include "panama/runtime/runtime.hpp"
 
+#include <pthread.h>
 #include <rte_mbuf.h>
 
 #include <algorithm>
@@ -229,7 +230,12 @@ std::unique_ptr<Runtime> Runtime::create(std::shared_ptr<DpdkEal> eal, RuntimeOp
   auto s = std::make_shared<Shared>();
   s->eal = std::move(eal);
   s->options = std::move(options);
-  if (s->options.progress_thread) s->thread = std::thread([raw = s.get()] { raw->run(); });
+  if (s->options.progress_thread) {
+    s->thread = std::thread([raw = s.get()] {
+      pthread_setname_np(pthread_self(), "panama-progress");  // as top -H and perf show it
+      raw->run();
+    });
+  }
   return std::unique_ptr<Runtime>(new Runtime(std::move(s)));
 }
 

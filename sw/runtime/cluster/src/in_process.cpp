@@ -5,6 +5,7 @@
 // it into and out of shared memory), and the nodes switch between threads
 // of one process rather than between processes. docs/cluster.md compares
 // the two.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -131,7 +132,10 @@ int run_cluster_in_process(const ClusterOptions& opt) {
     }
     for (auto& sw : switches) {
       pswitch::SoftwarePswitch* p = sw.get();
-      switch_threads.emplace_back([p, &stop_switches, &opt] { p->run(stop_switches, opt.idle_sleep_us); });
+      switch_threads.emplace_back([p, &stop_switches, &opt] {
+        pthread_setname_np(pthread_self(), ("pswitch-" + p->name()).substr(0, 15).c_str());
+        p->run(stop_switches, opt.idle_sleep_us);
+      });
     }
     for (const auto& w : dep.workers) {
       auto slot = std::make_unique<WorkerSlot>();
@@ -167,6 +171,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
       WorkerSlot* s = sp.get();
       const bool ring = opt.ring_baseline;
       s->thread = std::thread([s, ring, eal, &rt] {
+        pthread_setname_np(pthread_self(), ("worker-" + s->host).substr(0, 15).c_str());
         auto progress = [s](uint32_t it, uint64_t bytes) {
           s->iteration.store(it);
           s->bytes.store(bytes);
