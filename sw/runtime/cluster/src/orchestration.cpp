@@ -562,6 +562,10 @@ void report_switches(const std::vector<json>& switch_counters, json& summary) {
             (unsigned long long)p["injected_loss"].get<uint64_t>(),
             (unsigned long long)p["injected_dup"].get<uint64_t>(),
             (unsigned long long)p["injected_reorder"].get<uint64_t>());
+        if (p.value("no_mbuf_drops", uint64_t{0}) > 0) {
+          std::printf("    %llu frame(s) lost: the port's mbuf pool was empty\n",
+                      (unsigned long long)p["no_mbuf_drops"].get<uint64_t>());
+        }
       }
       for (const json& t : st["trees"]) {
         const json& e = t["engine"];

@@ -58,6 +58,7 @@ struct SoftwarePswitch::Impl {
   std::vector<Port> ports;
   uint64_t segmented_drops = 0;  // multi-segment frames (not produced by our 9216-byte mbufs)
   uint64_t shared_copies = 0;    // replicated frames sent as a reference to a shared mbuf, not a copy
+  uint64_t multicast_turn = 0;   // which port's pool lends the next shared mbuf
 
   rte_mbuf* copy_into(Port& p, const uint8_t* d, uint32_t n) {
     uint8_t* buf = nullptr;
@@ -86,7 +87,11 @@ struct SoftwarePswitch::Impl {
   // gets a copy of its own.
   void multicast(const std::vector<uint32_t>& out_ports, const uint8_t* d, uint32_t n, uint64_t now) {
     rte_mbuf* shared = nullptr;
-    for (uint32_t port : out_ports) {
+    // The shared mbuf comes from the pool of the first port that takes it:
+    // start at a rotating port so that every port's pool lends in turn.
+    const size_t first = multicast_turn++ % std::max<size_t>(1, out_ports.size());
+    for (size_t k = 0; k < out_ports.size(); ++k) {
+      const uint32_t port = out_ports[(first + k) % out_ports.size()];
       Port& p = ports[port];
       if (p.queue->marks_now()) {
         enqueue(port, d, n, now);
