@@ -2,7 +2,10 @@
 // NUM_ENTRY_COUNTERS per table entry, 64 bits each, incremented by the
 // decision (one frame per clock at most), cleared by CONTROL.CLEAR_COUNTERS
 // and CONTROL.RESET; a committed entry's counters restart at zero.
-// Read port combinational (latency 0).
+// Read port pipelined, panama_engine_pkg::COUNTER_READ_LATENCY = 2 clocks
+// from rd_* to rd_value (one read per clock): the first stage picks the
+// entry (one 64-bit value per entry counter) and the global counter, the
+// second the counter; the 64-bit value is one snapshot.
 `default_nettype none
 module panama_counters #(
     // Table entries.
@@ -24,7 +27,8 @@ module panama_counters #(
     input  wire logic                                 [ENTRY_BITS-1:0] clear_entry,
 
     // rd_entry_counter selects entry counter rd_counter of entry rd_entry,
-    // else global counter rd_counter.
+    // else global counter rd_counter; rd_value two clocks later (0 for a
+    // counter number out of range).
     input  wire logic                                                  rd_entry_counter,
     input  wire logic                                 [ENTRY_BITS-1:0] rd_entry,
     input  wire logic                                          [4:0]   rd_counter,
@@ -50,12 +54,24 @@ module panama_counters #(
     end
   end
 
-  always_comb begin
-    rd_value = 64'd0;
-    if (rd_entry_counter) begin
-      if (rd_counter < 5'(NUM_ENTRY_COUNTERS)) rd_value = ectr[rd_entry][4'(rd_counter)];
-    end else if (rd_counter < 5'(NUM_GLOBAL_COUNTERS)) begin
-      rd_value = gctr[rd_counter];
+  // Read stage 1: the addressed entry's counters and the global counter.
+  logic [63:0] rd_e1[NUM_ENTRY_COUNTERS];
+  logic [63:0] rd_g1;
+  logic        rd_entry_counter1;
+  logic [4:0]  rd_counter1;
+  always_ff @(posedge clk) begin
+    for (int c = 0; c < NUM_ENTRY_COUNTERS; c++) rd_e1[c] <= ectr[rd_entry][c];
+    rd_g1 <= rd_counter < 5'(NUM_GLOBAL_COUNTERS) ? gctr[rd_counter] : 64'd0;
+    rd_entry_counter1 <= rd_entry_counter;
+    rd_counter1 <= rd_counter;
+  end
+  // Read stage 2: the counter.
+  always_ff @(posedge clk) begin
+    rd_value <= 64'd0;
+    if (rd_entry_counter1) begin
+      if (rd_counter1 < 5'(NUM_ENTRY_COUNTERS)) rd_value <= rd_e1[4'(rd_counter1)];
+    end else begin
+      rd_value <= rd_g1;
     end
   end
 endmodule
