@@ -37,7 +37,6 @@ module panama_counters #(
   import panama_regmap_pkg::*;
 
   logic [63:0] gctr[NUM_GLOBAL_COUNTERS];
-  logic [63:0] ectr[NUM_ENTRIES][NUM_ENTRY_COUNTERS];
 
   for (genvar c = 0; c < NUM_GLOBAL_COUNTERS; c++) begin : g_global
     always_ff @(posedge clk) begin
@@ -45,22 +44,27 @@ module panama_counters #(
       else if (inc_valid && global_inc[c]) gctr[c] <= gctr[c] + 64'd1;
     end
   end
-  for (genvar e = 0; e < NUM_ENTRIES; e++) begin : g_entry
-    for (genvar c = 0; c < NUM_ENTRY_COUNTERS; c++) begin : g_c
+
+  // Entry counters, one array over the entries per counter (the read picks
+  // the entry in each array at once), and read stage 1: the addressed
+  // entry's counters.
+  logic [64*NUM_ENTRY_COUNTERS-1:0] rd_e1;  // counter c in bits [64c +: 64]
+  for (genvar c = 0; c < NUM_ENTRY_COUNTERS; c++) begin : g_counter
+    logic [63:0] ectr[NUM_ENTRIES];
+    for (genvar e = 0; e < NUM_ENTRIES; e++) begin : g_entry
       always_ff @(posedge clk) begin
-        if (rst || clear_all || (clear_entry_valid && ENTRY_BITS'(e) == clear_entry)) ectr[e][c] <= 64'd0;
-        else if (entry_inc_valid && entry_inc_entry == ENTRY_BITS'(e) && entry_inc[c]) ectr[e][c] <= ectr[e][c] + 64'd1;
+        if (rst || clear_all || (clear_entry_valid && ENTRY_BITS'(e) == clear_entry)) ectr[e] <= 64'd0;
+        else if (entry_inc_valid && entry_inc_entry == ENTRY_BITS'(e) && entry_inc[c]) ectr[e] <= ectr[e] + 64'd1;
       end
     end
+    always_ff @(posedge clk) rd_e1[64*c+:64] <= ectr[rd_entry];
   end
 
-  // Read stage 1: the addressed entry's counters and the global counter.
-  logic [63:0] rd_e1[NUM_ENTRY_COUNTERS];
+  // Read stage 1: the global counter.
   logic [63:0] rd_g1;
   logic        rd_entry_counter1;
   logic [4:0]  rd_counter1;
   always_ff @(posedge clk) begin
-    for (int c = 0; c < NUM_ENTRY_COUNTERS; c++) rd_e1[c] <= ectr[rd_entry][c];
     rd_g1 <= rd_counter < 5'(NUM_GLOBAL_COUNTERS) ? gctr[rd_counter] : 64'd0;
     rd_entry_counter1 <= rd_entry_counter;
     rd_counter1 <= rd_counter;
@@ -69,7 +73,7 @@ module panama_counters #(
   always_ff @(posedge clk) begin
     rd_value <= 64'd0;
     if (rd_entry_counter1) begin
-      if (rd_counter1 < 5'(NUM_ENTRY_COUNTERS)) rd_value <= rd_e1[4'(rd_counter1)];
+      if (rd_counter1 < 5'(NUM_ENTRY_COUNTERS)) rd_value <= rd_e1[64*rd_counter1[3:0]+:64];
     end else begin
       rd_value <= rd_g1;
     end

@@ -4,16 +4,20 @@
 // one frame every two clocks (in_valid is never high in two consecutive
 // clocks: the engine admits frames so), four register stages:
 //   R   the divider's output and the entry's base, fan-in and mask registered
-//   A   slot = base + offset; registered read of the slot's metadata word
+//   M   slot = base + offset; registered read of the slot's metadata word
 //       (block RAM); the compares that need only the frame (generation +-1,
 //       child bit, child allowed, fan-in - 1); slot match with the frame in B2
 //   B1  the slot's current word: the memory word or, when the frame in B2
 //       (two clocks ahead) addresses the same slot, the word that frame
 //       computed (forward path); the window, sequence, duplicate, count and
-//       cwnd compares of the frame against it, registered as flags
+//       cwnd compares of the frame against it (against all four candidates,
+//       memory or forwarded word, bank 0 or 1, chosen on the results); the
+//       window verdict, first contribution or addition, and the bank word
+//       each of them would write, registered
 //   B2  the rules on the flags: kind, action, counter increments; the new
-//       word, written back at the end of the clock and kept for the forward
-//       path (the slot's read-modify-write loop is B1 + B2, two clocks)
+//       word (a multiplexer), written back at the end of the clock and kept
+//       for the forward path (the slot's read-modify-write loop is B1 + B2,
+//       two clocks)
 // The decided action, the counter increments and the decision status are
 // registered after B2 (latency 4 from in_valid to out_valid / inc_valid).
 //
@@ -131,10 +135,10 @@ module panama_decision #(
     r_mask <= entry.mask;
   end
 
-  // ---- A: slot address, metadata read, everything that does not depend on
+  // ---- M: slot address, metadata read, everything that does not depend on
   // the slot's metadata word
-  logic [SLOT_BITS-1:0] a_slot;
-  assign a_slot = r_base + SLOT_BITS'(r_off);
+  logic [SLOT_BITS-1:0] rd_slot;
+  assign rd_slot = r_base + SLOT_BITS'(r_off);
 
   logic                  b1_valid, b2_valid;
   frame_fields_t         b1_d, d;
@@ -161,13 +165,13 @@ module panama_decision #(
     b1_hit <= r_hit;
     b1_entry <= r_entry;
     b1_gen <= r_gen;
-    b1_slot <= a_slot;
+    b1_slot <= rd_slot;
     b1_bank <= r_gen[0];
-    meta_rd <= meta[a_slot];
+    meta_rd <= meta[rd_slot];
     // The frame now in B2 writes its slot at the end of this clock, after
     // this read: B1 takes its word instead (frames are at least two clocks
     // apart, so B2 holds the only frame that can be in the way).
-    b1_fwd <= r_valid && b2_valid && eq16(16'(a_slot), 16'(b2_slot));
+    b1_fwd <= r_valid && b2_valid && eq16(16'(rd_slot), 16'(b2_slot));
     b1_gen_m1 <= r_gen - 32'd1;
     b1_gen_p1 <= r_gen + 32'd1;
     b1_gen_p1_ok <= r_gen != 32'hFFFFFFFF;
