@@ -64,7 +64,6 @@ module panama_datapath #(
   localparam int PA = 1 + RD_LAT;      // operand stage
   localparam int PR = PA + ADD_LAT;    // result stage
   localparam int NST = PR + RD_LAT;    // last stage a result is forwarded from
-  localparam int FWD_BITS = $clog2(RD_LAT + 3);
 
   initial begin
     if (RD_LAT < 1) $error("%m: RD_LAT must be at least 1");
@@ -172,7 +171,8 @@ module panama_datapath #(
   logic                  p_we[1:NST];     // writes the slot memory when in PR
   logic [511:0]          mem_rd[0:RD_LAT-1];
   logic [511:0]          fwd_a, sum;
-  logic [FWD_BITS-1:0]   fwd_reg;         // PA's operand: 0 memory, 1 sum, 2 bypass, 2+j result PR+j
+  logic [1:0]            fwd_reg;         // PA's operand: 0 memory, 1 sum, 2 bypass, 3 old_res_reg
+  logic [511:0]          old_res_reg;     // a result written after PA's read was launched
 
   logic [511:0] dmem[DATA_WORDS];
 
@@ -224,15 +224,29 @@ module panama_datapath #(
   // writes the next beat's word). The next address is addr_reg (nothing
   // issued), addr_reg + 1 (a word beat issued) or the bank base (the header
   // beat issued); all three are compared and the right one chosen.
+  // "A write is in flight to this word": the address equality on the carry
+  // chain (a LUT per three address bits, the chain ANDs the groups and the
+  // write flag), as vendor comparators do.
+  localparam int AG = (DADDR_BITS + 2) / 3;  // 3-bit groups of a word address
+  function automatic addr_hit(input logic we, input logic [DADDR_BITS-1:0] a, input logic [DADDR_BITS-1:0] b);
+    logic [3*AG-1:0] ap, bp;
+    logic [AG:0] g;
+    ap = (3 * AG)'(a);
+    bp = (3 * AG)'(b);
+    g[AG] = we;
+    for (int k = 0; k < AG; k++) g[k] = ap[3*k+:3] == bp[3*k+:3];
+    addr_hit = (({1'b0, g} + (AG + 2)'(1)) >> (AG + 1)) != (AG + 2)'(0);
+  endfunction
+
   logic hz_same, hz_inc, hz_base;
   always_comb begin
     hz_same = 1'b0;
     hz_inc = 1'b0;
     hz_base = 1'b0;
     for (int j = 2; j < ADD_LAT; j++) begin
-      hz_same |= p_we[j-1] && p_addr[j-1] == addr_reg;
-      hz_inc |= p_we[j-1] && p_addr[j-1] == addr_inc_reg;
-      hz_base |= p_we[j-1] && p_addr[j-1] == DADDR_BITS'(cur.base);
+      hz_same |= addr_hit(p_we[j-1], p_addr[j-1], addr_reg);
+      hz_inc |= addr_hit(p_we[j-1], p_addr[j-1], addr_inc_reg);
+      hz_base |= addr_hit(p_we[j-1], p_addr[j-1], DADDR_BITS'(cur.base));
     end
   end
   always_ff @(posedge clk) begin
@@ -251,24 +265,38 @@ module panama_datapath #(
 
   // Which older beat PA must take its operand from, decided a clock early
   // (the beat in PA-1 against those that will be in PR .. PR+RD_LAT next
-  // clock), the newest first.
-  logic [FWD_BITS-1:0] fwd_next;
+  // clock), the newest first: the sum or the bypassed value of the beat
+  // that will be in PR, or a result already written, which is selected now
+  // and registered (old_res_reg), so PA chooses among four registers.
+  logic [1:0]   fwd_next;
+  logic [511:0] old_next;
   always_comb begin
-    fwd_next = '0;
-    for (int j = RD_LAT; j >= 0; j--) begin
-      if (p_we[PR+j-1] && p_addr[PR+j-1] == p_addr[PA-1]) begin
-        if (j == 0) fwd_next = p_op[PR-1] == OP_ADD ? FWD_BITS'(1) : FWD_BITS'(2);
-        else fwd_next = FWD_BITS'(2 + j);
+    fwd_next = 2'd0;
+    old_next = res;
+    for (int j = RD_LAT; j >= 2; j--) begin
+      if (addr_hit(p_we[PR+j-1], p_addr[PR+j-1], p_addr[PA-1])) begin
+        fwd_next = 2'd3;
+        old_next = p_res[PR+j-1];  // p_res[PR+j] next clock
       end
     end
+    if (addr_hit(p_we[PR], p_addr[PR], p_addr[PA-1])) begin
+      fwd_next = 2'd3;
+      old_next = res;  // p_res[PR+1] next clock
+    end
+    if (addr_hit(p_we[PR-1], p_addr[PR-1], p_addr[PA-1])) fwd_next = p_op[PR-1] == OP_ADD ? 2'd1 : 2'd2;
   end
-  always_ff @(posedge clk) fwd_reg <= fwd_next;
+  always_ff @(posedge clk) begin
+    fwd_reg <= fwd_next;
+    old_res_reg <= old_next;
+  end
 
   always_comb begin
-    fwd_a = mem_rd[RD_LAT-1];
-    if (fwd_reg == FWD_BITS'(1)) fwd_a = sum;
-    else if (fwd_reg == FWD_BITS'(2)) fwd_a = p_byp[PR];
-    for (int j = 1; j <= RD_LAT; j++) if (fwd_reg == FWD_BITS'(2 + j)) fwd_a = p_res[PR+j];
+    case (fwd_reg)
+      2'd1: fwd_a = sum;
+      2'd2: fwd_a = p_byp[PR];
+      2'd3: fwd_a = old_res_reg;
+      default: fwd_a = mem_rd[RD_LAT-1];
+    endcase
   end
 
   panama_fp32_add16 adders (

@@ -8,7 +8,8 @@
 //   panama_table           (job, tree) table, commands, lookup (C2 -> C3)
 //   panama_divider         32 stages: slot = seq % Q, generation = seq / Q
 //   panama_decision        window, duplicates, fan-in; slot metadata (block
-//                          RAM, two clocks), background clear engine
+//                          RAM, four clocks, one frame per two clocks),
+//                          background clear engine
 //   panama_action_builder  emitted header and the data pipeline's work
 //   panama_datapath        beat issuer (read-after-write hazard stall), slot
 //                          memory, fp32 adders (7-clock loop), output FIFO
