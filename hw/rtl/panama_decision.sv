@@ -229,8 +229,15 @@ module panama_decision #(
   assign c_f0 = last_word_reg.b0;
   assign c_f1 = last_word_reg.b1;
   // The flag of the candidate {forwarded, bank}.
+  // Written as AND-OR rather than as a multiplexer of the compare results:
+  // Yosys's opt_share would otherwise merge the candidates' compares into
+  // one compare behind a multiplexer of their operands, putting the
+  // candidate choice in front of the carry chain instead of after it.
   function automatic pick(input logic [3:0] c, input logic fwd, input logic bnk);
-    pick = fwd ? (bnk ? c[3] : c[2]) : (bnk ? c[1] : c[0]);
+    pick = (c[3] && fwd && bnk) || (c[2] && fwd && !bnk) || (c[1] && !fwd && bnk) || (c[0] && !fwd && !bnk);
+  endfunction
+  function automatic pick2(input logic [1:0] c, input logic fwd);
+    pick2 = (c[1] && fwd) || (c[0] && !fwd);
   endfunction
   logic [3:0] c_seq_eq, c_elems_eq, c_cwnd_lt, c_count_done;
   logic [1:0] c_eq_next, c_eq_cur, c_eq_prev;
@@ -250,12 +257,12 @@ module panama_decision #(
     c_eq_cur = {eq32(last_word_reg.top, b1_gen), eq32(meta_rd.top, b1_gen)};         // generation == top
     // top >= 1 && generation == top - 1
     c_eq_prev = {eq32(last_word_reg.top, b1_gen_p1), eq32(meta_rd.top, b1_gen_p1)};
-    eq_next = c_eq_next[b1_fwd];
-    eq_cur = c_eq_cur[b1_fwd];
-    eq_prev = c_eq_prev[b1_fwd] && b1_gen_p1_ok;
+    eq_next = pick2(c_eq_next, b1_fwd);
+    eq_cur = pick2(c_eq_cur, b1_fwd);
+    eq_prev = pick2(c_eq_prev, b1_fwd) && b1_gen_p1_ok;
     // the child's bit of the candidate's bitmap: one 256:1 multiplexer
-    dup = b1_fwd ? any128({c_f1.children, c_f0.children}, b1_child_banks) :
-                   any128({c_r1.children, c_r0.children}, b1_child_banks);
+    dup = pick2({any128({c_f1.children, c_f0.children}, b1_child_banks),
+                 any128({c_r1.children, c_r0.children}, b1_child_banks)}, b1_fwd);
     seq_eq = pick(c_seq_eq, b1_fwd, b1_bank);
     elems_ne = !pick(c_elems_eq, b1_fwd, b1_bank);
     cwnd_lt = pick(c_cwnd_lt, b1_fwd, b1_bank);
