@@ -239,9 +239,9 @@ module panama_decision #(
   function automatic pick2(input logic [1:0] c, input logic fwd);
     pick2 = (c[1] && fwd) || (c[0] && !fwd);
   endfunction
-  logic [3:0] c_seq_eq, c_elems_eq, c_cwnd_lt, c_count_done;
+  logic [3:0] c_seq_eq, c_elems_eq, c_cwnd_lt;
   logic [1:0] c_eq_next, c_eq_cur, c_eq_prev;
-  logic       eq_next, eq_cur, eq_prev, seq_eq, dup, elems_ne, cwnd_lt, count_done;
+  logic       eq_next, eq_cur, eq_prev, seq_eq, dup, elems_ne, cwnd_lt;
   logic       win_ok, new_gen, first_c, add_c;
   always_comb begin
     c_seq_eq = {eq32(c_f1.seq, b1_d.seq), eq32(c_f0.seq, b1_d.seq), eq32(c_r1.seq, b1_d.seq),
@@ -249,10 +249,6 @@ module panama_decision #(
     c_elems_eq = {eq16(c_f1.elems, b1_d.elems), eq16(c_f0.elems, b1_d.elems), eq16(c_r1.elems, b1_d.elems),
                   eq16(c_r0.elems, b1_d.elems)};
     c_cwnd_lt = {b1_d.cwnd < c_f1.cwnd, b1_d.cwnd < c_f0.cwnd, b1_d.cwnd < c_r1.cwnd, b1_d.cwnd < c_r0.cwnd};
-    c_count_done = {count_done_of(c_f1.count, b1_fan_in_zero, b1_fan_in_m1),
-                    count_done_of(c_f0.count, b1_fan_in_zero, b1_fan_in_m1),
-                    count_done_of(c_r1.count, b1_fan_in_zero, b1_fan_in_m1),
-                    count_done_of(c_r0.count, b1_fan_in_zero, b1_fan_in_m1)};
     c_eq_next = {eq32(last_word_reg.top, b1_gen_m1), eq32(meta_rd.top, b1_gen_m1)};  // generation == top + 1
     c_eq_cur = {eq32(last_word_reg.top, b1_gen), eq32(meta_rd.top, b1_gen)};         // generation == top
     // top >= 1 && generation == top - 1
@@ -266,7 +262,6 @@ module panama_decision #(
     seq_eq = pick(c_seq_eq, b1_fwd, b1_bank);
     elems_ne = !pick(c_elems_eq, b1_fwd, b1_bank);
     cwnd_lt = pick(c_cwnd_lt, b1_fwd, b1_bank);
-    count_done = pick(c_count_done, b1_fwd, b1_bank);
     cur_word = b1_fwd ? last_word_reg : meta_rd;
     m1 = b1_bank ? cur_word.b1 : cur_word.b0;
     // Generation window: the newest generation, the one after it, or the
@@ -300,7 +295,9 @@ module panama_decision #(
   end
 
   bank_meta_t m, b2_nb_first, b2_nb_add;
-  logic       win_ok_r, new_gen_r, first_c_r, add_c_r, top_c_r, dup_r, elems_ne_r, count_done_r;
+  logic       win_ok_r, new_gen_r, first_c_r, add_c_r, top_c_r, dup_r, elems_ne_r, count_done;
+  logic [7:0] fan_in_m1;
+  logic       fan_in_zero;
   logic       ok, fan_in_le1;
   logic [NUM_GLOBAL_COUNTERS-1:0] counter_bit;
   always_ff @(posedge clk) begin
@@ -325,10 +322,12 @@ module panama_decision #(
     top_c_r <= first_c && eq_next;
     dup_r <= dup;
     elems_ne_r <= elems_ne;
-    count_done_r <= count_done;
+    fan_in_m1 <= b1_fan_in_m1;
+    fan_in_zero <= b1_fan_in_zero;
   end
 
   // ---- B2: the rules of engine.hpp on the flags
+  assign count_done = count_done_of(m.count, fan_in_zero, fan_in_m1);  // an addition completes the slot
   logic [2:0]  kind;
   logic        emit;
   logic [2:0]  action;
@@ -397,7 +396,7 @@ module panama_decision #(
           drop_counter = 5'(GC_DROP_COUNT_MISMATCH);
         end else begin
           add = 1'b1;
-          done = count_done_r;
+          done = count_done;
         end
         if (first || add) begin
           kind = first ? K_FIRST : K_ADD;
@@ -427,7 +426,7 @@ module panama_decision #(
   always_comb begin
     // first / add of the rules above, from the flags B1 prepared
     nb = (ok && first_c_r) ? b2_nb_first : ((ok && add_c_r) ? b2_nb_add : m);
-    if (ok && add_c_r && count_done_r) nb.state = S_DONE;
+    if (ok && add_c_r && count_done) nb.state = S_DONE;
     new_word = b2_cur;
     if (ok && top_c_r) new_word.top = d_gen;
     if (bank) new_word.b1 = nb;
@@ -493,6 +492,7 @@ module panama_decision #(
                     entry.base[31:SLOT_BITS], clear_range_base[31:SLOT_BITS+1], clear_range_end[31:SLOT_BITS+1],
                     entry.eth_src, entry.ip_src, entry.ip_dst, entry.udp_src, entry.udp_dst, entry.ttl,
                     entry.dscp, d, b1_d.job, b1_d.tree, r_off, c_r0.state, c_r1.state,
-                    c_f0.state, c_f1.state, c_r0.ecn, c_r1.ecn, c_f0.ecn, c_f1.ecn};
+                    c_f0.state, c_f1.state, c_r0.ecn, c_r1.ecn, c_f0.ecn, c_f1.ecn, c_r0.count, c_r1.count,
+                    c_f0.count, c_f1.count};
 endmodule
 `default_nettype wire
