@@ -67,20 +67,24 @@ module panama_counters #(
     rd_counter2 <= rd_counter1;
   end
 
-  // Entry counters, one array over the entries per counter.
+  // Entry counters: per counter, the entries' values side by side in one
+  // vector (a multiplexer reads it; an array would be taken for a memory).
   for (genvar c = 0; c < NUM_ENTRY_COUNTERS; c++) begin : g_counter
-    logic [63:0] ectr[NUM_ENTRIES];
+    logic [64*NUM_ENTRIES-1:0] ectr;  // entry e in bits [64e +: 64]
     for (genvar e = 0; e < NUM_ENTRIES; e++) begin : g_entry
+      logic [63:0] v;
       always_ff @(posedge clk) begin
-        if (rst || clear_all || (clear_entry_valid && ENTRY_BITS'(e) == clear_entry)) ectr[e] <= 64'd0;
-        else if (entry_inc_valid && entry_inc_entry == ENTRY_BITS'(e) && entry_inc[c]) ectr[e] <= ectr[e] + 64'd1;
+        if (rst || clear_all || (clear_entry_valid && ENTRY_BITS'(e) == clear_entry)) v <= 64'd0;
+        else if (entry_inc_valid && entry_inc_entry == ENTRY_BITS'(e) && entry_inc[c]) v <= v + 64'd1;
       end
+      assign ectr[64*e+:64] = v;
     end
     logic [64*NG-1:0] rd1;  // stage 1: group g's candidate in bits [64g +: 64]
     for (genvar g = 0; g < NG; g++) begin : g_group
-      logic [ENTRY_BITS-1:0] idx;
-      assign idx = ENTRY_BITS'(g * GSIZE) | ENTRY_BITS'(rd_entry[LOW-1:0]);
-      always_ff @(posedge clk) rd1[64*g+:64] <= ectr[idx];
+      localparam int GN = NUM_ENTRIES - g * GSIZE < GSIZE ? NUM_ENTRIES - g * GSIZE : GSIZE;  // entries in the group
+      logic [64*GSIZE-1:0] grp;
+      assign grp = (64 * GSIZE)'(ectr[64*g*GSIZE+:64*GN]);
+      always_ff @(posedge clk) rd1[64*g+:64] <= grp[64*rd_entry[LOW-1:0]+:64];
     end
     if (HIGH == 0) begin : g_one
       always_ff @(posedge clk) rd_e2[64*c+:64] <= rd1[63:0];
