@@ -9,12 +9,13 @@
 //       child bit, child allowed, fan-in - 1); slot match with the frame in B2
 //   B1  the slot's current word: the memory word or, when the frame in B2
 //       (two clocks ahead) addresses the same slot, the word that frame
-//       computed (forward path); the window, sequence, duplicate, count and
-//       cwnd compares of the frame against it (against all four candidates,
+//       computed (forward path); the window, sequence, duplicate, element
+//       count and cwnd compares of the frame against it (against all four candidates,
 //       memory or forwarded word, bank 0 or 1, chosen on the results); the
 //       window verdict, first contribution or addition, and the bank word
 //       each of them would write, registered
-//   B2  the rules on the flags: kind, action, counter increments; the new
+//   B2  the fan-in count (an addition completes the slot?), the rules on
+//       the flags: kind, action, counter increments; the new
 //       word (a multiplexer), written back at the end of the clock and kept
 //       for the forward path (the slot's read-modify-write loop is B1 + B2,
 //       two clocks)
