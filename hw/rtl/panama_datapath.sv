@@ -64,44 +64,96 @@ module panama_datapath #(
   localparam int PA = 1 + RD_LAT;      // operand stage
   localparam int PR = PA + ADD_LAT;    // result stage
   localparam int NST = PR + RD_LAT;    // last stage a result is forwarded from
-  localparam int FWD_BITS = $clog2(RD_LAT + 3);
 
   initial begin
     if (RD_LAT < 1) $error("%m: RD_LAT must be at least 1");
     if (OUT_FIFO_DEPTH <= PR) $error("%m: OUT_FIFO_DEPTH must exceed the pipeline depth");
   end
 
-  panama_engine_pkg::action_t act;
-  assign act = s_act;
-
-  logic [7:0] beat_reg;  // beat of the head frame being issued
+  // ---- Issuer. The action being issued is held in cur (loaded from the
+  // head of the action FIFO when the previous one is done), together with
+  // registered flags for its current beat, computed a clock ahead (for beat 0
+  // from the FIFO head, else for the next beat), so the issue decision is a
+  // few gates on registers.
+  panama_engine_pkg::action_t cur;
+  logic       cur_valid;
+  logic [7:0] beat_inc_reg;  // the beat of cur being issued + 1
+  logic [7:0] cur_out_beats_m1, cur_issue_m1;  // out_beats - 1, issue - 1
+  logic [6:0] cur_last_bytes;  // bytes in the last output beat
+  logic [DADDR_BITS-1:0] cur_base_inc;  // base + 1
+  // Flags of beat_reg: header beat, pops an input beat, reads/writes a slot
+  // word, gives an output beat, the last output beat, the last beat.
+  logic       f_hdr, f_pop, f_mem, f_reads, f_writes, f_out, f_last_out, f_last;
   logic [$clog2(OUT_FIFO_DEPTH)+1:0] out_count;
-  logic [7:0] out_inflight;
-  logic       issue, issue_pop, issue_mem, issue_reads, issue_writes, issue_out, issue_last_out;
-  logic [63:0] issue_keep;
-  logic [15:0] last_bytes;
+  logic [$clog2(OUT_FIFO_DEPTH)+1:0] credits_reg;  // output beats the FIFO can still take
+  logic       credit_ok_reg;                       // credits_reg != 0
+  logic       issue, load, out_pop;
   logic [DADDR_BITS-1:0] addr_reg, addr_inc_reg;  // word address of beat_reg (beats >= 1), and + 1
   logic       hazard_reg;  // a write to addr_reg was issued fewer than ADD_LAT clocks ago
 
   always_comb begin
-    issue_pop = beat_reg < act.in_beats;
-    issue_mem = (act.kind == K_FIRST || act.kind == K_ADD || act.kind == K_READ) && beat_reg >= 8'd1 &&
-        beat_reg <= act.words;
-    issue_reads = issue_mem && (act.kind == K_ADD || act.kind == K_READ);
-    issue_writes = issue_mem && (act.kind == K_FIRST || act.kind == K_ADD);
-    issue = s_act_valid && (!issue_pop || s_beat_valid) &&
-        16'(out_count) + 16'(out_inflight) < 16'(OUT_FIFO_DEPTH) && !(issue_reads && hazard_reg);
-    issue_out = beat_reg < act.out_beats;
-    issue_last_out = beat_reg == act.out_beats - 8'd1;
-    last_bytes = act.out_len - {2'd0, act.out_beats - 8'd1, 6'd0};
-    issue_keep = issue_last_out ? (64'hFFFFFFFFFFFFFFFF >> (7'd64 - last_bytes[6:0])) : '1;
+    issue = cur_valid && (!f_pop || s_beat_valid) && credit_ok_reg && !(f_reads && hazard_reg);
+    load = !cur_valid || (issue && f_last);
   end
-  assign s_beat_ready = issue && issue_pop;
-  assign s_act_ready = issue && beat_reg == act.issue - 8'd1;
+  assign s_beat_ready = issue && f_pop;
+  assign s_act_ready = load;
+
+  function automatic is_mem_kind(input logic [2:0] k);
+    is_mem_kind = k == K_FIRST || k == K_ADD || k == K_READ;
+  endfunction
+  function automatic is_read_kind(input logic [2:0] k);
+    is_read_kind = k == K_ADD || k == K_READ;
+  endfunction
+  function automatic is_write_kind(input logic [2:0] k);
+    is_write_kind = k == K_FIRST || k == K_ADD;
+  endfunction
 
   always_ff @(posedge clk) begin
-    if (rst) beat_reg <= 8'd0;
-    else if (issue) beat_reg <= s_act_ready ? 8'd0 : beat_reg + 8'd1;
+    if (rst) cur_valid <= 1'b0;
+    else if (load) cur_valid <= s_act_valid;
+    if (load) begin
+      cur <= s_act;
+      beat_inc_reg <= 8'd1;
+      cur_out_beats_m1 <= s_act.out_beats - 8'd1;
+      cur_issue_m1 <= s_act.issue - 8'd1;
+      cur_last_bytes <= 7'(s_act.out_len - {2'd0, s_act.out_beats - 8'd1, 6'd0});
+      cur_base_inc <= DADDR_BITS'(s_act.base) + DADDR_BITS'(1);
+      // beat 0: the header beat, never a slot word
+      f_hdr <= 1'b1;
+      f_pop <= s_act.in_beats != 8'd0;
+      f_mem <= 1'b0;
+      f_reads <= 1'b0;
+      f_writes <= 1'b0;
+      f_out <= s_act.out_beats != 8'd0;
+      f_last_out <= s_act.out_beats == 8'd1;
+      f_last <= s_act.issue == 8'd1;
+    end else if (issue) begin
+      beat_inc_reg <= beat_inc_reg + 8'd1;
+      f_hdr <= 1'b0;
+      f_pop <= beat_inc_reg < cur.in_beats;
+      f_mem <= is_mem_kind(cur.kind) && beat_inc_reg <= cur.words;
+      f_reads <= is_read_kind(cur.kind) && beat_inc_reg <= cur.words;
+      f_writes <= is_write_kind(cur.kind) && beat_inc_reg <= cur.words;
+      f_out <= beat_inc_reg < cur.out_beats;
+      f_last_out <= beat_inc_reg == cur_out_beats_m1;
+      f_last <= beat_inc_reg == cur_issue_m1;
+    end
+  end
+
+  // Output credits: every output beat issued takes one, every beat the
+  // output FIFO sends gives one back (pushed - sent + in flight <= depth).
+  assign out_pop = m_axis_tvalid && m_axis_tready;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      credits_reg <= ($clog2(OUT_FIFO_DEPTH) + 2)'(OUT_FIFO_DEPTH);
+      credit_ok_reg <= 1'b1;
+    end else if (out_pop && !(issue && f_out)) begin
+      credits_reg <= credits_reg + 1'b1;
+      credit_ok_reg <= 1'b1;
+    end else if (!out_pop && issue && f_out) begin
+      credits_reg <= credits_reg - 1'b1;
+      credit_ok_reg <= credits_reg != ($clog2(OUT_FIFO_DEPTH) + 2)'(1);
+    end
   end
 
   // Pipeline tokens, stage k = clocks since issue (1 .. NST).
@@ -110,7 +162,8 @@ module panama_datapath #(
   logic [1:0]            p_op[1:PR];
   logic [DADDR_BITS-1:0] p_addr[1:NST];
   logic                  p_out[1:PR], p_last[1:PR];
-  logic [63:0]           p_keep[1:PR];
+  logic [63:0]           p_keep[2:PR];
+  logic [6:0]            p_lastb1;        // bytes in the last output beat (stage 1)
   logic [511:0]          p_b[1:PA];       // frame beat (adder operand b / passed data)
   logic [511:0]          p_byp[PA+1:PR];  // result of a beat that does not add
   logic [511:0]          res;             // result of the beat in PR
@@ -118,19 +171,22 @@ module panama_datapath #(
   logic                  p_we[1:NST];     // writes the slot memory when in PR
   logic [511:0]          mem_rd[0:RD_LAT-1];
   logic [511:0]          fwd_a, sum;
-  logic [FWD_BITS-1:0]   fwd_reg;         // PA's operand: 0 memory, 1 sum, 2 bypass, 2+j result PR+j
+  logic [1:0]            fwd_reg;         // PA's operand: 0 memory, 1 sum, 2 bypass, 3 old_res_reg
+  logic [511:0]          old_res_reg;     // a result written after PA's read was launched
 
   logic [511:0] dmem[DATA_WORDS];
 
   always_ff @(posedge clk) begin
     p_valid[1] <= rst ? 1'b0 : issue;
-    p_op[1] <= !issue_mem ? OP_NONE : (act.kind == K_FIRST ? OP_FIRST : (act.kind == K_ADD ? OP_ADD : OP_READ));
-    p_we[1] <= !rst && issue && issue_writes;
+    p_op[1] <= !f_mem ? OP_NONE : (cur.kind == K_FIRST ? OP_FIRST : (cur.kind == K_ADD ? OP_ADD : OP_READ));
+    p_we[1] <= !rst && issue && f_writes;
     p_addr[1] <= addr_reg;
-    p_b[1] <= (beat_reg == 8'd0 && act.emit) ? act.hdr : s_beat_data;
-    p_out[1] <= issue_out;
-    p_last[1] <= issue_last_out;
-    p_keep[1] <= issue_keep;
+    p_b[1] <= (f_hdr && cur.emit) ? cur.hdr : s_beat_data;
+    p_out[1] <= f_out;
+    p_last[1] <= f_last_out;
+    p_lastb1 <= cur_last_bytes;
+    // the last output beat's tkeep, one stage later (64 - bytes zero bits on top)
+    p_keep[2] <= p_last[1] ? (64'hFFFFFFFFFFFFFFFF >> (7'd64 - p_lastb1)) : '1;
     for (int k = 2; k <= NST; k++) begin
       p_we[k] <= !rst && p_we[k-1];
       p_addr[k] <= p_addr[k-1];
@@ -140,8 +196,8 @@ module panama_datapath #(
       p_op[k] <= p_op[k-1];
       p_out[k] <= p_out[k-1];
       p_last[k] <= p_last[k-1];
-      p_keep[k] <= p_keep[k-1];
     end
+    for (int k = 3; k <= PR; k++) p_keep[k] <= p_keep[k-1];
     for (int k = 2; k <= PA; k++) p_b[k] <= p_b[k-1];
     p_byp[PA+1] <= p_op[PA] == OP_READ ? fwd_a : p_b[PA];
     for (int k = PA + 2; k <= PR; k++) p_byp[k] <= p_byp[k-1];
@@ -153,9 +209,9 @@ module panama_datapath #(
   // beat, then one word per beat; addr_reg + 1 is kept registered too.
   always_ff @(posedge clk) begin
     if (issue) begin
-      if (beat_reg == 8'd0) begin
-        addr_reg <= DADDR_BITS'(act.base);
-        addr_inc_reg <= DADDR_BITS'(act.base) + DADDR_BITS'(1);
+      if (f_hdr) begin
+        addr_reg <= DADDR_BITS'(cur.base);
+        addr_inc_reg <= cur_base_inc;
       end else begin
         addr_reg <= addr_inc_reg;
         addr_inc_reg <= addr_inc_reg + DADDR_BITS'(1);
@@ -168,21 +224,35 @@ module panama_datapath #(
   // writes the next beat's word). The next address is addr_reg (nothing
   // issued), addr_reg + 1 (a word beat issued) or the bank base (the header
   // beat issued); all three are compared and the right one chosen.
+  // "A write is in flight to this word": the address equality on the carry
+  // chain (a LUT per three address bits, the chain ANDs the groups and the
+  // write flag), as vendor comparators do.
+  localparam int AG = (DADDR_BITS + 2) / 3;  // 3-bit groups of a word address
+  function automatic addr_hit(input logic we, input logic [DADDR_BITS-1:0] a, input logic [DADDR_BITS-1:0] b);
+    logic [3*AG-1:0] ap, bp;
+    logic [AG:0] g;
+    ap = (3 * AG)'(a);
+    bp = (3 * AG)'(b);
+    g[AG] = we;
+    for (int k = 0; k < AG; k++) g[k] = ap[3*k+:3] == bp[3*k+:3];
+    addr_hit = (({1'b0, g} + (AG + 2)'(1)) >> (AG + 1)) != (AG + 2)'(0);
+  endfunction
+
   logic hz_same, hz_inc, hz_base;
   always_comb begin
     hz_same = 1'b0;
     hz_inc = 1'b0;
     hz_base = 1'b0;
     for (int j = 2; j < ADD_LAT; j++) begin
-      hz_same |= p_we[j-1] && p_addr[j-1] == addr_reg;
-      hz_inc |= p_we[j-1] && p_addr[j-1] == addr_inc_reg;
-      hz_base |= p_we[j-1] && p_addr[j-1] == DADDR_BITS'(act.base);
+      hz_same |= addr_hit(p_we[j-1], p_addr[j-1], addr_reg);
+      hz_inc |= addr_hit(p_we[j-1], p_addr[j-1], addr_inc_reg);
+      hz_base |= addr_hit(p_we[j-1], p_addr[j-1], DADDR_BITS'(cur.base));
     end
   end
   always_ff @(posedge clk) begin
     if (rst) hazard_reg <= 1'b0;
     else if (!issue) hazard_reg <= hz_same;
-    else if (beat_reg == 8'd0) hazard_reg <= hz_base;
+    else if (f_hdr) hazard_reg <= hz_base;
     else hazard_reg <= hz_inc;
   end
 
@@ -195,24 +265,38 @@ module panama_datapath #(
 
   // Which older beat PA must take its operand from, decided a clock early
   // (the beat in PA-1 against those that will be in PR .. PR+RD_LAT next
-  // clock), the newest first.
-  logic [FWD_BITS-1:0] fwd_next;
+  // clock), the newest first: the sum or the bypassed value of the beat
+  // that will be in PR, or a result already written, which is selected now
+  // and registered (old_res_reg), so PA chooses among four registers.
+  logic [1:0]   fwd_next;
+  logic [511:0] old_next;
   always_comb begin
-    fwd_next = '0;
-    for (int j = RD_LAT; j >= 0; j--) begin
-      if (p_we[PR+j-1] && p_addr[PR+j-1] == p_addr[PA-1]) begin
-        if (j == 0) fwd_next = p_op[PR-1] == OP_ADD ? FWD_BITS'(1) : FWD_BITS'(2);
-        else fwd_next = FWD_BITS'(2 + j);
+    fwd_next = 2'd0;
+    old_next = res;
+    for (int j = RD_LAT; j >= 2; j--) begin
+      if (addr_hit(p_we[PR+j-1], p_addr[PR+j-1], p_addr[PA-1])) begin
+        fwd_next = 2'd3;
+        old_next = p_res[PR+j-1];  // p_res[PR+j] next clock
       end
     end
+    if (addr_hit(p_we[PR], p_addr[PR], p_addr[PA-1])) begin
+      fwd_next = 2'd3;
+      old_next = res;  // p_res[PR+1] next clock
+    end
+    if (addr_hit(p_we[PR-1], p_addr[PR-1], p_addr[PA-1])) fwd_next = p_op[PR-1] == OP_ADD ? 2'd1 : 2'd2;
   end
-  always_ff @(posedge clk) fwd_reg <= fwd_next;
+  always_ff @(posedge clk) begin
+    fwd_reg <= fwd_next;
+    old_res_reg <= old_next;
+  end
 
   always_comb begin
-    fwd_a = mem_rd[RD_LAT-1];
-    if (fwd_reg == FWD_BITS'(1)) fwd_a = sum;
-    else if (fwd_reg == FWD_BITS'(2)) fwd_a = p_byp[PR];
-    for (int j = 1; j <= RD_LAT; j++) if (fwd_reg == FWD_BITS'(2 + j)) fwd_a = p_res[PR+j];
+    case (fwd_reg)
+      2'd1: fwd_a = sum;
+      2'd2: fwd_a = p_byp[PR];
+      2'd3: fwd_a = old_res_reg;
+      default: fwd_a = mem_rd[RD_LAT-1];
+    endcase
   end
 
   panama_fp32_add16 adders (
@@ -224,10 +308,6 @@ module panama_datapath #(
 
   assign res = p_op[PR] == OP_ADD ? sum : p_byp[PR];
 
-  always_comb begin
-    out_inflight = 8'd0;
-    for (int k = 1; k <= PR; k++) out_inflight += 8'(p_valid[k] && p_out[k]);
-  end
 
   logic out_s_ready;
   panama_fifo #(
@@ -250,10 +330,10 @@ module panama_datapath #(
     any_valid = 1'b0;
     for (int k = 1; k <= PR; k++) any_valid |= p_valid[k];
   end
-  assign status_empty = !any_valid && out_count == '0;
+  assign status_empty = !cur_valid && !any_valid && out_count == '0;
 
   // The issuer's credit check guarantees room in the output FIFO.
   logic unused;
-  assign unused = ^{out_s_ready, last_bytes[15:7], act.base[31:DADDR_BITS]};
+  assign unused = ^{out_s_ready, cur.base[31:DADDR_BITS], cur.out_len, cur.issue};
 endmodule
 `default_nettype wire

@@ -8,7 +8,8 @@
 //   panama_table           (job, tree) table, commands, lookup (C2 -> C3)
 //   panama_divider         32 stages: slot = seq % Q, generation = seq / Q
 //   panama_decision        window, duplicates, fan-in; slot metadata (block
-//                          RAM, two clocks), background clear engine
+//                          RAM, four clocks, one frame per two clocks),
+//                          background clear engine
 //   panama_action_builder  emitted header and the data pipeline's work
 //   panama_datapath        beat issuer (read-after-write hazard stall), slot
 //                          memory, fp32 adders (7-clock loop), output FIFO
@@ -101,8 +102,8 @@ module panama_engine #(
   import panama_engine_pkg::*;
   localparam int SLOT_CAPACITY = SLOT_WORDS * LANES;
   // Clocks from a descriptor's pop to its action's push: C1, C2, C3, the
-  // divider, A.
-  localparam int CTRL_DEPTH = 3 + 32 + 2;
+  // divider, the decision (4).
+  localparam int CTRL_DEPTH = 3 + 32 + 4;
 
   initial begin
     if (NUM_ENTRIES < 1 || NUM_ENTRIES > MAX_ENTRIES) $error("%m: NUM_ENTRIES must be 1..256");
@@ -146,7 +147,10 @@ module panama_engine #(
 
   // ================================================================ control
   // A descriptor enters the control pipeline only when the action FIFO will
-  // have room for its action, and not while a register write waits.
+  // have room for its action, and not while a register write waits; at most
+  // one every two clocks (the decision's slot read-modify-write loop is two
+  // clocks long; a frame is at least two beats, and a 100 Gbit/s wire brings
+  // at most one frame per 2.16 clocks of 322 MHz even of one beat).
   logic [$clog2(ACT_FIFO_DEPTH)+1:0] act_count;
   logic [7:0] ctrl_inflight_reg;  // descriptors admitted, action not yet pushed
   logic       act_push;
@@ -154,10 +158,12 @@ module panama_engine #(
   logic       c1_busy;
   logic       clear_busy;  // slot-metadata clear engine running
 
-  assign desc_ready = desc_valid && !write_pending && !clear_busy &&
+  logic       admitted_reg;  // a descriptor entered in the previous clock
+  assign desc_ready = desc_valid && !admitted_reg && !write_pending && !clear_busy &&
       16'(ctrl_inflight_reg) + 16'(act_count) < 16'(ACT_FIFO_DEPTH);
 
   always_ff @(posedge clk) begin
+    admitted_reg <= !rst && desc_ready;
     if (rst) ctrl_inflight_reg <= 8'd0;
     else ctrl_inflight_reg <= ctrl_inflight_reg + {7'd0, desc_ready} - {7'd0, act_push};
   end

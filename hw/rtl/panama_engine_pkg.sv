@@ -6,6 +6,9 @@ package panama_engine_pkg;
   // Largest (job, tree) table and fan-in the records can carry.
   localparam int MAX_ENTRIES = 256;
   localparam int MAX_FAN_IN = 64;
+  // Clocks from panama_counters' read request to its value (the register
+  // block's read pipeline waits this long).
+  localparam int COUNTER_READ_LATENCY = 3;
 
   // Action kinds of the data pipeline.
   localparam logic [2:0] K_PASS = 3'd0, K_DROP = 3'd1, K_FIRST = 3'd2, K_ADD = 3'd3, K_READ = 3'd4;

@@ -5,8 +5,10 @@
 //     are valid;
 //   - give exactly one write response per accepted write, holding bvalid
 //     until bready;
-//   - give exactly one read response per accepted read, holding rvalid and
-//     rdata until rready, with one read outstanding at most;
+//   - give exactly one read response per accepted read, READ_LATENCY clocks
+//     after the address handshake (the register block's read pipeline),
+//     holding rvalid and rdata until rready, with one read outstanding at
+//     most (arready low meanwhile);
 //   - pulse the internal register write exactly on accepted writes.
 `default_nettype none
 module formal_axil_regs (
@@ -94,8 +96,13 @@ module formal_axil_regs (
     end
   end
 
-  // Outstanding transactions: accepted, response not yet taken.
+  // Clocks from a read's address handshake to rvalid.
+  localparam int READ_LATENCY = 3 + panama_engine_pkg::COUNTER_READ_LATENCY;
+
+  // Outstanding transactions: accepted, response not yet taken; clocks since
+  // the outstanding read was accepted (saturating).
   logic [1:0] f_writes = 2'd0, f_reads = 2'd0;
+  logic [3:0] f_read_age = 4'd0;
   always @(posedge clk) begin
     if (rst) begin
       f_writes <= 2'd0;
@@ -104,6 +111,8 @@ module formal_axil_regs (
       f_writes <= f_writes + 2'(s_axil_awvalid && s_axil_awready) - 2'(s_axil_bvalid && s_axil_bready);
       f_reads <= f_reads + 2'(s_axil_arvalid && s_axil_arready) - 2'(s_axil_rvalid && s_axil_rready);
     end
+    if (rst || (s_axil_arvalid && s_axil_arready)) f_read_age <= 4'd0;
+    else if (f_read_age != 4'hF) f_read_age <= f_read_age + 4'd1;
   end
 
   always @(*) begin
@@ -118,10 +127,15 @@ module formal_axil_regs (
   always @(posedge clk) begin
     if (f_past_valid && !$past(rst)) begin
       assert (f_writes == 2'(s_axil_bvalid));
-      assert (f_reads == 2'(s_axil_rvalid));
+      // one read outstanding at most; a response only for an accepted read,
+      // and exactly READ_LATENCY clocks after its address handshake
+      assert (f_reads <= 2'd1);
+      if (s_axil_rvalid) assert (f_reads == 2'd1);
+      if (f_reads == 2'd1 && 4'(f_read_age) < 4'(READ_LATENCY - 1)) assert (!s_axil_rvalid);
+      if (f_reads == 2'd1 && 4'(f_read_age) >= 4'(READ_LATENCY - 1)) assert (s_axil_rvalid);
       if ($past(s_axil_bvalid && !s_axil_bready)) assert (s_axil_bvalid);
       if ($past(s_axil_rvalid && !s_axil_rready)) assert (s_axil_rvalid && s_axil_rdata == $past(s_axil_rdata));
-      if (s_axil_rvalid) assert (!s_axil_arready);
+      if (f_reads != 2'd0) assert (!s_axil_arready);
     end
   end
 `endif
