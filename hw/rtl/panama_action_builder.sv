@@ -4,13 +4,13 @@
 // engine.hpp emit: the entry's addresses, ECN OR of the contributions,
 // cwnd_cap = min(contributions, the entry's share), a fresh IPv4 checksum).
 //
-// Pipelined, one frame per clock, latency LATENCY = 5 (in_valid at clock t,
-// out_valid at t + 5), at most 6 logic levels per stage:
-//   A1  the decided record registered, with what depends on it alone: the
-//       slot words, the emitted lengths (fixed bytes + 4 * element count);
-//       the entry arrives (the table's registered read, indexed by
-//       in_decided.entry at t); the IPv4 header to sum goes into the
-//       checksum pipeline (3 clocks)
+// Pipelined, one frame per clock, latency LATENCY = 6 (in_valid at clock t,
+// out_valid at t + 6), at most 6 logic levels per stage:
+//   A0  the decided record registered (while the table reads the entry)
+//   A1  what depends on the decided record alone: the slot words, the
+//       emitted lengths (fixed bytes + 4 * element count); the entry
+//       arrives (the table's two-clock read, indexed by in_decided.entry at
+//       t); the IPv4 header to sum goes into the checksum pipeline (3 clocks)
 //   A2  beats and bytes sent, cwnd_cap, the header fields
 //   A3  beats the issuer runs (max of in and out)
 //   A4  waits for the checksum
@@ -22,7 +22,7 @@ module panama_action_builder (
 
     input  wire panama_engine_pkg::decided_t     in_decided,
     input  wire logic                            in_valid,
-    // The table entry of in_decided.entry, one clock after in_decided.
+    // The table entry of in_decided.entry, two clocks after in_decided.
     input  wire panama_engine_pkg::table_entry_t in_entry,
 
     output panama_engine_pkg::action_t           out_action,
@@ -30,20 +30,28 @@ module panama_action_builder (
 );
   import panama_wire_pkg::*;
   import panama_engine_pkg::*;
-  localparam int LATENCY = 5;
+  localparam int LATENCY = 6;
 
-  // ---- A1: decided registered; what depends on it alone
+  // ---- A0: decided registered
+  logic        a0_valid_reg;
+  decided_t    a0_reg;
+  always_ff @(posedge clk) begin
+    a0_valid_reg <= rst ? 1'b0 : in_valid;
+    a0_reg <= in_decided;
+  end
+
+  // ---- A1: what depends on the decided record alone
   logic        a1_valid_reg;
   decided_t    a1_reg;
   logic [7:0]  a1_words_reg;
   logic [15:0] a1_emit_len_reg, a1_ip_len_reg, a1_udp_len_reg;
   always_ff @(posedge clk) begin
-    a1_valid_reg <= rst ? 1'b0 : in_valid;
-    a1_reg <= in_decided;
-    a1_words_reg <= 8'((in_decided.elems + 16'd15) >> 4);
-    a1_emit_len_reg <= 16'(PAYLOAD_OFFSET) + 16'd4 * in_decided.elems;
-    a1_ip_len_reg <= 16'(IP_FIXED_BYTES) + 16'd4 * in_decided.elems;
-    a1_udp_len_reg <= 16'(UDP_FIXED_BYTES) + 16'd4 * in_decided.elems;
+    a1_valid_reg <= rst ? 1'b0 : a0_valid_reg;
+    a1_reg <= a0_reg;
+    a1_words_reg <= 8'((a0_reg.elems + 16'd15) >> 4);
+    a1_emit_len_reg <= 16'(PAYLOAD_OFFSET) + 16'd4 * a0_reg.elems;
+    a1_ip_len_reg <= 16'(IP_FIXED_BYTES) + 16'd4 * a0_reg.elems;
+    a1_udp_len_reg <= 16'(UDP_FIXED_BYTES) + 16'd4 * a0_reg.elems;
   end
 
   // The IPv4 header with a zero checksum field, summed by ip_gen (sum in A4).

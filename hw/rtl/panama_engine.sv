@@ -101,11 +101,11 @@ module panama_engine #(
   import panama_engine_pkg::*;
   localparam int SLOT_CAPACITY = SLOT_WORDS * LANES;
   // Clocks from a descriptor's pop to its action's push: the classifier
-  // (C1 .. C5), the table lookup (L1, L2), the divider, E (the entry read
-  // for the decision), the decision (D0, D1), the action builder (A1 .. A4,
-  // out).
-  localparam int CLASSIFY_LATENCY = 5, LOOKUP_LATENCY = 2, DIVIDER_LATENCY = 32, ENTRY_READ_LATENCY = 1,
-      DECISION_LATENCY = 2, BUILD_LATENCY = 5;
+  // (C1 .. C5), the table lookup (L1, L2), the divider, E1/E2 (the entry
+  // read for the decision), the decision (D0, D1), the action builder
+  // (A0 .. A4, out).
+  localparam int CLASSIFY_LATENCY = 5, LOOKUP_LATENCY = 2, DIVIDER_LATENCY = 32, ENTRY_READ_LATENCY = 2,
+      DECISION_LATENCY = 2, BUILD_LATENCY = 6;
   localparam int CTRL_DEPTH = CLASSIFY_LATENCY + LOOKUP_LATENCY + DIVIDER_LATENCY + ENTRY_READ_LATENCY +
       DECISION_LATENCY + BUILD_LATENCY;
 
@@ -272,19 +272,26 @@ module panama_engine #(
       .out_side({d_fields, d_hit, d_entry})
   );
 
-  // ---- E: the divider's result registered while the table reads the entry
-  logic          e_valid_reg, e_hit_reg;
-  logic [31:0]   e_quotient_reg;
-  logic [15:0]   e_remainder_reg;
-  frame_fields_t e_fields_reg;
-  logic [ENTRY_BITS-1:0] e_entry_reg;
+  // ---- E1, E2: the divider's result registered while the table reads the
+  // entry (two clocks)
+  logic          e1_valid_reg, e1_hit_reg, e_valid_reg, e_hit_reg;
+  logic [31:0]   e1_quotient_reg, e_quotient_reg;
+  logic [15:0]   e1_remainder_reg, e_remainder_reg;
+  frame_fields_t e1_fields_reg, e_fields_reg;
+  logic [ENTRY_BITS-1:0] e1_entry_reg, e_entry_reg;
   always_ff @(posedge clk) begin
-    e_valid_reg <= rst ? 1'b0 : dv_valid;
-    e_quotient_reg <= dv_quotient;
-    e_remainder_reg <= dv_remainder;
-    e_fields_reg <= d_fields;
-    e_hit_reg <= d_hit;
-    e_entry_reg <= d_entry;
+    e1_valid_reg <= rst ? 1'b0 : dv_valid;
+    e1_quotient_reg <= dv_quotient;
+    e1_remainder_reg <= dv_remainder;
+    e1_fields_reg <= d_fields;
+    e1_hit_reg <= d_hit;
+    e1_entry_reg <= d_entry;
+    e_valid_reg <= rst ? 1'b0 : e1_valid_reg;
+    e_quotient_reg <= e1_quotient_reg;
+    e_remainder_reg <= e1_remainder_reg;
+    e_fields_reg <= e1_fields_reg;
+    e_hit_reg <= e1_hit_reg;
+    e_entry_reg <= e1_entry_reg;
   end
 
   logic [NUM_GLOBAL_COUNTERS-1:0] global_inc;
@@ -325,7 +332,7 @@ module panama_engine #(
       .status_decision_entry(status_decision_entry)
   );
 
-  // ---- A1 .. A4, out: header and action, into the action FIFO
+  // ---- A0 .. A4, out: header and action, into the action FIFO
   action_t act_in, act_out;
   logic    act_valid, act_ready, act_s_ready;
 

@@ -8,7 +8,7 @@
 // accepted one clears only its own slot range (commit_base .. commit_end).
 //
 // Register writes arrive from panama_axil_regs as one-clock pulses while
-// the control pipeline is empty and `ready` is high (CHECK_CLOCKS = 5 clocks
+// the control pipeline is empty and `ready` is high (CHECK_CLOCKS = 6 clocks
 // after the last write; a write takes effect the clock after its pulse), so a frame never sees half a command and a commit
 // sees the checks of the state it applies to.
 // Ports of the control pipeline, all with registered outputs:
@@ -16,7 +16,8 @@
 //            (one comparator per entry, the CAM); hit, entry index and the
 //            entry's share (count) registered at t + 2 (an OR of the
 //            matches: enabled keys are unique)
-//   decide / header   entry index at t, the entry registered at t + 1
+//   decide / header   entry index at t, the entry registered at t + 2
+//            (READ_LATENCY: a 16:1 multiplexer per clock)
 `default_nettype none
 module panama_table #(
     // Table entries (1..256).
@@ -58,7 +59,7 @@ module panama_table #(
     output logic                  [ENTRY_BITS-1:0]   lookup_entry,
     output logic                             [15:0]  lookup_share,
 
-    // Read ports of the decision and the header builder (latency 1).
+    // Read ports of the decision and the header builder (latency 2).
     input  wire logic             [ENTRY_BITS-1:0]   decide_idx,
     output panama_engine_pkg::table_entry_t          decide_entry,
     input  wire logic             [ENTRY_BITS-1:0]   header_idx,
@@ -104,49 +105,68 @@ module panama_table #(
 
   logic [31:0] ent_end[NUM_ENTRIES];  // ent_base + ent_count, kept for the overlap check
 
+  // Read ports, two stages: R1 reads entry (index mod 16) of each group of
+  // 16 entries, R2 picks the group (two 16:1 multiplexers in series instead
+  // of one NUM_ENTRIES:1). The entries are read as flat vectors (Yosys 0.23
+  // mis-handles unpacked arrays of structs).
+  localparam int EW = $bits(decide_entry);
+  localparam int NUM_GROUPS = (NUM_ENTRIES + 15) / 16;
+  logic [EW-1:0] ent_flat[NUM_ENTRIES];
+  always_comb begin
+    for (int e = 0; e < NUM_ENTRIES; e++)
+      ent_flat[e] = {ent_enabled[e], ent_root[e], ent_job[e], ent_tree[e], ent_fan_in[e], ent_mask[e], ent_base[e],
+                     ent_count[e], ent_out_child[e], ent_eth_dst[e], ent_eth_src[e], ent_ip_src[e], ent_ip_dst[e],
+                     ent_udp_src[e], ent_udp_dst[e], ent_ttl[e], ent_dscp[e]};
+  end
+  logic [3:0]    decide_lo, header_lo;
+  logic [7:0]    decide_hi_reg, header_hi_reg;
+  logic [EW-1:0] decide_grp[NUM_GROUPS], header_grp[NUM_GROUPS];
+  logic [EW-1:0] decide_grp_reg[NUM_GROUPS], header_grp_reg[NUM_GROUPS];
+  logic [EW-1:0] decide_flat, header_flat;
+  always_comb begin
+    decide_lo = 4'(decide_idx);
+    header_lo = 4'(header_idx);
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      decide_grp[g] = '0;
+      header_grp[g] = '0;
+      for (int k = 0; k < 16; k++) begin
+        if (16 * g + k < NUM_ENTRIES) begin
+          if (decide_lo == 4'(k)) decide_grp[g] = ent_flat[16*g+k];
+          if (header_lo == 4'(k)) header_grp[g] = ent_flat[16*g+k];
+        end
+      end
+    end
+  end
   always_ff @(posedge clk) begin
-    decide_entry.enabled <= ent_enabled[decide_idx];
-    decide_entry.root <= ent_root[decide_idx];
-    decide_entry.job <= ent_job[decide_idx];
-    decide_entry.tree <= ent_tree[decide_idx];
-    decide_entry.fan_in <= ent_fan_in[decide_idx];
-    decide_entry.mask <= ent_mask[decide_idx];
-    decide_entry.base <= ent_base[decide_idx];
-    decide_entry.count <= ent_count[decide_idx];
-    decide_entry.out_child <= ent_out_child[decide_idx];
-    decide_entry.eth_dst <= ent_eth_dst[decide_idx];
-    decide_entry.eth_src <= ent_eth_src[decide_idx];
-    decide_entry.ip_src <= ent_ip_src[decide_idx];
-    decide_entry.ip_dst <= ent_ip_dst[decide_idx];
-    decide_entry.udp_src <= ent_udp_src[decide_idx];
-    decide_entry.udp_dst <= ent_udp_dst[decide_idx];
-    decide_entry.ttl <= ent_ttl[decide_idx];
-    decide_entry.dscp <= ent_dscp[decide_idx];
-    header_entry.enabled <= ent_enabled[header_idx];
-    header_entry.root <= ent_root[header_idx];
-    header_entry.job <= ent_job[header_idx];
-    header_entry.tree <= ent_tree[header_idx];
-    header_entry.fan_in <= ent_fan_in[header_idx];
-    header_entry.mask <= ent_mask[header_idx];
-    header_entry.base <= ent_base[header_idx];
-    header_entry.count <= ent_count[header_idx];
-    header_entry.out_child <= ent_out_child[header_idx];
-    header_entry.eth_dst <= ent_eth_dst[header_idx];
-    header_entry.eth_src <= ent_eth_src[header_idx];
-    header_entry.ip_src <= ent_ip_src[header_idx];
-    header_entry.ip_dst <= ent_ip_dst[header_idx];
-    header_entry.udp_src <= ent_udp_src[header_idx];
-    header_entry.udp_dst <= ent_udp_dst[header_idx];
-    header_entry.ttl <= ent_ttl[header_idx];
-    header_entry.dscp <= ent_dscp[header_idx];
+    decide_hi_reg <= 8'({8'd0, decide_idx} >> 4);
+    header_hi_reg <= 8'({8'd0, header_idx} >> 4);
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      decide_grp_reg[g] <= decide_grp[g];
+      header_grp_reg[g] <= header_grp[g];
+    end
+  end
+  always_comb begin
+    decide_flat = '0;
+    header_flat = '0;
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      if (decide_hi_reg == 8'(g)) decide_flat = decide_grp_reg[g];
+      if (header_hi_reg == 8'(g)) header_flat = header_grp_reg[g];
+    end
+  end
+  always_ff @(posedge clk) begin
+    decide_entry <= decide_flat;
+    header_entry <= header_flat;
   end
 
-  // Lookup L1: one comparator per entry.
-  logic [NUM_ENTRIES-1:0] match_reg;
+  // Lookup L1: one comparator per entry (job and tree apart).
+  logic [NUM_ENTRIES-1:0] match_job_reg, match_tree_reg, match_reg;
   always_ff @(posedge clk) begin
-    for (int i = 0; i < NUM_ENTRIES; i++)
-      match_reg[i] <= ent_enabled[i] && ent_job[i] == lookup_job && ent_tree[i] == lookup_tree;
+    for (int i = 0; i < NUM_ENTRIES; i++) begin
+      match_job_reg[i] <= ent_enabled[i] && ent_job[i] == lookup_job;
+      match_tree_reg[i] <= ent_tree[i] == lookup_tree;
+    end
   end
+  assign match_reg = match_job_reg & match_tree_reg;
   // Lookup L2: enabled keys are unique (a commit that would duplicate one
   // fails), so at most one match is set and the index and the share are
   // ORs over the matches: no priority chain, no index multiplexer.
@@ -173,8 +193,8 @@ module panama_table #(
   // all entries at once; `ready` holds register writes off until they have
   // settled after the last change (table state changes only on a write or a
   // reset).
-  // K0 (cmd_onehot_reg, the decoded ENTRY_INDEX) .. K4 (st_status_reg).
-  localparam int CHECK_CLOCKS = 5;
+  // K0 (cmd_onehot_reg, the decoded ENTRY_INDEX) .. K5 (st_status_reg).
+  localparam int CHECK_CLOCKS = 6;
   logic        n_en, n_root;
   logic [15:0] n_job;
   logic [7:0]  n_tree, n_fan_in;
@@ -248,15 +268,23 @@ module panama_table #(
     overlap_k3_reg <= overlap_reg;
   end
 
-  // K4: the status in the model's order; among entries, the first one
-  // that overlaps or has the key decides (overlap first within an entry).
+  // K4: among entries, the first one that overlaps or has the key decides
+  // (overlap first within an entry).
+  logic bad_fan_in_k4_reg, bad_range_k4_reg, any_conflict_k4_reg, first_overlaps_reg;
+  always_ff @(posedge clk) begin
+    bad_fan_in_k4_reg <= bad_fan_in_reg;
+    bad_range_k4_reg <= bad_range_k3_reg;
+    any_conflict_k4_reg <= any_conflict_reg;
+    first_overlaps_reg <= (first_conflict_reg & overlap_k3_reg) != '0;
+  end
+
+  // K5: the status in the model's order.
   logic [31:0] st_status, st_status_reg;
   always_comb begin
     st_status = STATUS_OK;
-    if (bad_fan_in_reg) st_status = STATUS_BAD_FAN_IN;
-    else if (bad_range_k3_reg) st_status = STATUS_BAD_SLOT_RANGE;
-    else if (any_conflict_reg)
-      st_status = (first_conflict_reg & overlap_k3_reg) != '0 ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
+    if (bad_fan_in_k4_reg) st_status = STATUS_BAD_FAN_IN;
+    else if (bad_range_k4_reg) st_status = STATUS_BAD_SLOT_RANGE;
+    else if (any_conflict_k4_reg) st_status = first_overlaps_reg ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
   end
   always_ff @(posedge clk) st_status_reg <= st_status;
 
