@@ -4,8 +4,8 @@
 // module only wires the parts (docs/rtl.md has the block diagram):
 //
 //   panama_frame_input     store-and-forward input, one descriptor per frame
-//   panama_classifier      C1/C2: header checks of the first beat
-//   panama_table           (job, tree) table, commands, lookup (C2 -> C3)
+//   panama_classifier      C1 .. C5: header checks of the first beat
+//   panama_table           (job, tree) table, commands, lookup (L1, L2)
 //   panama_divider         32 stages: slot = seq % Q, generation = seq / Q
 //   panama_decision        window, duplicates, fan-in; slot metadata (block
 //                          RAM, two clocks), background clear engine
