@@ -5,7 +5,7 @@
 //
 //   panama_frame_input     store-and-forward input, one descriptor per frame
 //   panama_classifier      C1 .. C5: header checks of the first beat
-//   panama_table           (job, tree) table, commands, lookup (L1, L2)
+//   panama_table           (job, tree) table, commands, lookup (L1 .. L3)
 //   panama_divider         32 stages: slot = seq % Q, generation = seq / Q
 //   panama_decision        window, duplicates, fan-in; slot metadata (block
 //                          RAM, two clocks), background clear engine
@@ -101,10 +101,10 @@ module panama_engine #(
   import panama_engine_pkg::*;
   localparam int SLOT_CAPACITY = SLOT_WORDS * LANES;
   // Clocks from a descriptor's pop to its action's push: the classifier
-  // (C1 .. C5), the table lookup (L1, L2), the divider, E1/E2 (the entry
+  // (C1 .. C5), the table lookup (L1 .. L3), the divider, E1/E2 (the entry
   // read for the decision), the decision (D0, D1), the action builder
   // (A0 .. A4, out).
-  localparam int CLASSIFY_LATENCY = 5, LOOKUP_LATENCY = 2, DIVIDER_LATENCY = 32, ENTRY_READ_LATENCY = 2,
+  localparam int CLASSIFY_LATENCY = 5, LOOKUP_LATENCY = 3, DIVIDER_LATENCY = 32, ENTRY_READ_LATENCY = 2,
       DECISION_LATENCY = 2, BUILD_LATENCY = 6;
   localparam int CTRL_DEPTH = CLASSIFY_LATENCY + LOOKUP_LATENCY + DIVIDER_LATENCY + ENTRY_READ_LATENCY +
       DECISION_LATENCY + BUILD_LATENCY;
@@ -240,14 +240,16 @@ module panama_engine #(
       .header_entry(header_entry)
   );
 
-  // ---- L1, L2: looked up (the table's registered lookup); divider input
-  logic          l1_valid_reg, c3_valid_reg;
-  frame_fields_t l1_fields_reg, c3_fields_reg;
+  // ---- L1 .. L3: looked up (the table's registered lookup); divider input
+  logic          l1_valid_reg, l2_valid_reg, c3_valid_reg;
+  frame_fields_t l1_fields_reg, l2_fields_reg, c3_fields_reg;
   always_ff @(posedge clk) begin
     l1_valid_reg <= rst ? 1'b0 : c2_valid;
     l1_fields_reg <= c2_fields;
-    c3_valid_reg <= rst ? 1'b0 : l1_valid_reg;
-    c3_fields_reg <= l1_fields_reg;
+    l2_valid_reg <= rst ? 1'b0 : l1_valid_reg;
+    l2_fields_reg <= l1_fields_reg;
+    c3_valid_reg <= rst ? 1'b0 : l2_valid_reg;
+    c3_fields_reg <= l2_fields_reg;
   end
 
   localparam int SIDE_WIDTH = $bits(c3_fields_reg) + 1 + ENTRY_BITS;

@@ -80,13 +80,18 @@ module panama_frame_input #(
 
   // tready is registered. Beats and descriptors are counted from their
   // acceptance to their pop (the pops registered: a clock late, on the safe
-  // side), so s_axis_tready can promise room for the beats still in R and P,
-  // the beat accepted in this clock and the next one.
+  // side; beats beyond the largest frame until L drops them), and tready is
+  // high in a clock when one more fits. Both outcomes of this clock's
+  // accept are compared from registers; the accept only selects.
   localparam int BEAT_USED_BITS = $clog2(IN_FIFO_DEPTH) + 2;
   localparam int DESC_USED_BITS = $clog2(DESC_FIFO_DEPTH) + 2;
   logic [BEAT_USED_BITS-1:0] beat_used_reg;
   logic [DESC_USED_BITS-1:0] desc_used_reg;
   logic                      beat_pop_reg, desc_pop_reg, drop_reg;
+  logic [BEAT_USED_BITS-1:0] beat_left;  // counted beats after this clock's pop and drop
+  logic [DESC_USED_BITS-1:0] desc_left;
+  assign beat_left = beat_used_reg - BEAT_USED_BITS'(beat_pop_reg) - BEAT_USED_BITS'(drop_reg);
+  assign desc_left = desc_used_reg - DESC_USED_BITS'(desc_pop_reg);
   assign s_axis_tready = beat_room_reg && desc_room_reg;
   assign accept = s_axis_tvalid && s_axis_tready;
   always_ff @(posedge clk) begin
@@ -102,11 +107,12 @@ module panama_frame_input #(
       beat_pop_reg <= m_beat_valid && m_beat_ready;
       desc_pop_reg <= m_desc_valid && m_desc_ready;
       drop_reg <= p_valid_reg && !store;  // a beat beyond the largest frame, not stored
-      beat_used_reg <= beat_used_reg + BEAT_USED_BITS'(accept) - BEAT_USED_BITS'(beat_pop_reg) -
-          BEAT_USED_BITS'(drop_reg);
-      desc_used_reg <= desc_used_reg + DESC_USED_BITS'(accept && s_axis_tlast) - DESC_USED_BITS'(desc_pop_reg);
-      beat_room_reg <= beat_used_reg <= BEAT_USED_BITS'(IN_FIFO_DEPTH - 2);
-      desc_room_reg <= desc_used_reg <= DESC_USED_BITS'(DESC_FIFO_DEPTH - 2);
+      beat_used_reg <= beat_left + BEAT_USED_BITS'(accept);
+      desc_used_reg <= desc_left + DESC_USED_BITS'(accept && s_axis_tlast);
+      beat_room_reg <= accept ? beat_left < BEAT_USED_BITS'(IN_FIFO_DEPTH - 1) :
+                                beat_left < BEAT_USED_BITS'(IN_FIFO_DEPTH);
+      desc_room_reg <= (accept && s_axis_tlast) ? desc_left < DESC_USED_BITS'(DESC_FIFO_DEPTH - 1) :
+                                                  desc_left < DESC_USED_BITS'(DESC_FIFO_DEPTH);
     end
   end
 
@@ -195,7 +201,16 @@ module panama_frame_input #(
   assign status_stall_beat_fifo = !beat_room_reg;
   assign status_stall_desc_fifo = !desc_room_reg;
 
-  // The credits above keep both FIFOs from filling: their s_ready is never low on a push.
+  // The credits above keep both FIFOs from filling: their s_ready is never
+  // low on a push (checked when read by the formal flow, scripts/formal.sh).
+`ifdef FORMAL
+  always @(posedge clk) begin
+    if (!rst) begin
+      assert (!store || beat_fifo_ready);
+      assert (!push_desc || desc_fifo_ready);
+    end
+  end
+`endif
   logic unused;
   assign unused = ^{beat_fifo_ready, desc_fifo_ready, beat_count, desc_count};
 endmodule

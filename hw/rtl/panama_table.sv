@@ -14,10 +14,11 @@
 // Ports of the control pipeline, all with registered outputs:
 //   lookup   key at clock t; the match of every entry registered at t + 1
 //            (one comparator per entry, the CAM); hit, entry index and the
-//            entry's share (count) registered at t + 2 (an OR of the
-//            matches: enabled keys are unique)
+//            entry's share (count) at t + 3, ORs of the matches (enabled
+//            keys are unique) per group of 8 entries at t + 2, then over
+//            the groups
 //   decide / header   entry index at t, the entry registered at t + 2
-//            (READ_LATENCY: a 16:1 multiplexer per clock)
+//            (an 8:1 multiplexer per clock)
 `default_nettype none
 module panama_table #(
     // Table entries (1..256).
@@ -51,7 +52,7 @@ module panama_table #(
     output logic                             [31:0]  commit_base,
     output logic                             [31:0]  commit_end,
 
-    // Lookup by key (latency 2): hit, entry and its share (count, low 16
+    // Lookup by key (latency 3): hit, entry and its share (count, low 16
     // bits) for the divider.
     input  wire logic                        [15:0]  lookup_job,
     input  wire logic                        [7:0]   lookup_tree,
@@ -105,44 +106,32 @@ module panama_table #(
 
   logic [31:0] ent_end[NUM_ENTRIES];  // ent_base + ent_count, kept for the overlap check
 
-  // Read ports, two stages: R1 reads entry (index mod 16) of each group of
-  // 16 entries, R2 picks the group (two 16:1 multiplexers in series instead
-  // of one NUM_ENTRIES:1). The entries are read as flat vectors (Yosys 0.23
-  // mis-handles unpacked arrays of structs).
+  // Read ports, two stages: R1 reads entry (index mod 8) of each group of
+  // 8 entries, R2 picks the group (two 8:1 multiplexers in series instead of
+  // one NUM_ENTRIES:1; up to 32:1 in R2 for 256 entries). The entries are
+  // read as flat vectors (Yosys 0.23 mis-handles unpacked arrays of structs).
   localparam int EW = $bits(decide_entry);
-  localparam int NUM_GROUPS = (NUM_ENTRIES + 15) / 16;
-  logic [EW-1:0] ent_flat[NUM_ENTRIES];
+  localparam int NUM_GROUPS = (NUM_ENTRIES + 7) / 8;
+  logic [EW-1:0] ent_flat[NUM_GROUPS*8];
   always_comb begin
+    for (int e = 0; e < NUM_GROUPS * 8; e++) ent_flat[e] = '0;
     for (int e = 0; e < NUM_ENTRIES; e++)
       ent_flat[e] = {ent_enabled[e], ent_root[e], ent_job[e], ent_tree[e], ent_fan_in[e], ent_mask[e], ent_base[e],
                      ent_count[e], ent_out_child[e], ent_eth_dst[e], ent_eth_src[e], ent_ip_src[e], ent_ip_dst[e],
                      ent_udp_src[e], ent_udp_dst[e], ent_ttl[e], ent_dscp[e]};
   end
-  logic [3:0]    decide_lo, header_lo;
+  logic [2:0]    decide_lo, header_lo;
   logic [7:0]    decide_hi_reg, header_hi_reg;
-  logic [EW-1:0] decide_grp[NUM_GROUPS], header_grp[NUM_GROUPS];
   logic [EW-1:0] decide_grp_reg[NUM_GROUPS], header_grp_reg[NUM_GROUPS];
   logic [EW-1:0] decide_flat, header_flat;
-  always_comb begin
-    decide_lo = 4'(decide_idx);
-    header_lo = 4'(header_idx);
-    for (int g = 0; g < NUM_GROUPS; g++) begin
-      decide_grp[g] = '0;
-      header_grp[g] = '0;
-      for (int k = 0; k < 16; k++) begin
-        if (16 * g + k < NUM_ENTRIES) begin
-          if (decide_lo == 4'(k)) decide_grp[g] = ent_flat[16*g+k];
-          if (header_lo == 4'(k)) header_grp[g] = ent_flat[16*g+k];
-        end
-      end
-    end
-  end
+  assign decide_lo = 3'(decide_idx);
+  assign header_lo = 3'(header_idx);
   always_ff @(posedge clk) begin
-    decide_hi_reg <= 8'({8'd0, decide_idx} >> 4);
-    header_hi_reg <= 8'({8'd0, header_idx} >> 4);
+    decide_hi_reg <= 8'({8'd0, decide_idx} >> 3);
+    header_hi_reg <= 8'({8'd0, header_idx} >> 3);
     for (int g = 0; g < NUM_GROUPS; g++) begin
-      decide_grp_reg[g] <= decide_grp[g];
-      header_grp_reg[g] <= header_grp[g];
+      decide_grp_reg[g] <= ent_flat[8*g+32'(decide_lo)];
+      header_grp_reg[g] <= ent_flat[8*g+32'(header_lo)];
     end
   end
   always_comb begin
@@ -167,19 +156,49 @@ module panama_table #(
     end
   end
   assign match_reg = match_job_reg & match_tree_reg;
-  // Lookup L2: enabled keys are unique (a commit that would duplicate one
-  // fails), so at most one match is set and the index and the share are
-  // ORs over the matches: no priority chain, no index multiplexer.
+  // Lookup L2, L3: enabled keys are unique (a commit that would duplicate
+  // one fails), so at most one entry matches and the hit, the index and the
+  // share are ORs over the matches: no priority chain, no index
+  // multiplexer. L2 ORs each group of 8 entries, L3 the groups.
+  localparam int NUM_LGROUPS = (NUM_ENTRIES + 7) / 8;
+  logic                  grp_hit[NUM_LGROUPS];
+  logic [ENTRY_BITS-1:0] grp_entry[NUM_LGROUPS];
+  logic [15:0]           grp_share[NUM_LGROUPS];
+  logic                  grp_hit_reg[NUM_LGROUPS];
+  logic [ENTRY_BITS-1:0] grp_entry_reg[NUM_LGROUPS];
+  logic [15:0]           grp_share_reg[NUM_LGROUPS];
+  always_comb begin
+    for (int g = 0; g < NUM_LGROUPS; g++) begin
+      grp_hit[g] = 1'b0;
+      grp_entry[g] = '0;
+      grp_share[g] = 16'd0;
+      for (int k = 0; k < 8; k++) begin
+        if (8 * g + k < NUM_ENTRIES) begin
+          grp_hit[g] = grp_hit[g] | match_reg[8*g+k];
+          grp_entry[g] = grp_entry[g] | (match_reg[8*g+k] ? ENTRY_BITS'(8 * g + k) : '0);
+          grp_share[g] = grp_share[g] | (match_reg[8*g+k] ? ent_count[8*g+k][15:0] : 16'd0);
+        end
+      end
+    end
+  end
+  always_ff @(posedge clk) begin
+    for (int g = 0; g < NUM_LGROUPS; g++) begin
+      grp_hit_reg[g] <= grp_hit[g];
+      grp_entry_reg[g] <= grp_entry[g];
+      grp_share_reg[g] <= grp_share[g];
+    end
+  end
   logic                  hit_next;
   logic [ENTRY_BITS-1:0] entry_next;
   logic [15:0]           share_next;
   always_comb begin
-    hit_next = match_reg != '0;
+    hit_next = 1'b0;
     entry_next = '0;
     share_next = 16'd0;
-    for (int i = 0; i < NUM_ENTRIES; i++) begin
-      entry_next = entry_next | (match_reg[i] ? ENTRY_BITS'(i) : '0);
-      share_next = share_next | (match_reg[i] ? ent_count[i][15:0] : 16'd0);
+    for (int g = 0; g < NUM_LGROUPS; g++) begin
+      hit_next = hit_next | grp_hit_reg[g];
+      entry_next = entry_next | grp_entry_reg[g];
+      share_next = share_next | grp_share_reg[g];
     end
   end
   always_ff @(posedge clk) begin
@@ -255,27 +274,46 @@ module panama_table #(
     same_key_k2_reg <= same_key_reg;
   end
 
-  // K3: fan-in against the mask; the lowest conflicting entry.
-  logic                   bad_fan_in_reg, bad_range_k3_reg, any_conflict_reg;
+  // K3: fan-in against the mask; the lowest conflicting entry; per group of
+  // 8 entries, any conflict.
+  localparam int NUM_KGROUPS = (NUM_ENTRIES + 7) / 8;
+  logic                   bad_fan_in_reg, bad_range_k3_reg;
   logic [NUM_ENTRIES-1:0] conflict, first_conflict_reg, overlap_k3_reg;
-  always_comb conflict = overlap_reg | same_key_k2_reg;
+  logic [NUM_KGROUPS-1:0] conflict_grp, conflict_grp_reg;
+  always_comb begin
+    conflict = overlap_reg | same_key_k2_reg;
+    for (int g = 0; g < NUM_KGROUPS; g++) begin
+      conflict_grp[g] = 1'b0;
+      for (int k = 0; k < 8; k++)
+        if (8 * g + k < NUM_ENTRIES) conflict_grp[g] = conflict_grp[g] | conflict[8*g+k];
+    end
+  end
   always_ff @(posedge clk) begin
     bad_fan_in_reg <= n_fan_in_k2_reg == 8'd0 || n_fan_in_k2_reg > 8'(MAX_FAN_IN) ||
         {1'b0, n_fan_in_k2_reg} > {2'b0, mask_ones_reg};
     bad_range_k3_reg <= bad_range_k2_reg;
-    any_conflict_reg <= conflict != '0;
+    conflict_grp_reg <= conflict_grp;
     first_conflict_reg <= conflict & (~conflict + NUM_ENTRIES'(1));  // lowest set bit
     overlap_k3_reg <= overlap_reg;
   end
 
-  // K4: among entries, the first one that overlaps or has the key decides
-  // (overlap first within an entry).
-  logic bad_fan_in_k4_reg, bad_range_k4_reg, any_conflict_k4_reg, first_overlaps_reg;
+  // K4: any conflict; per group, whether the first conflicting entry (if
+  // in the group) overlaps (overlap first within an entry).
+  logic                   bad_fan_in_k4_reg, bad_range_k4_reg, any_conflict_k4_reg;
+  logic [NUM_KGROUPS-1:0] first_overlaps_grp, first_overlaps_grp_reg;
+  always_comb begin
+    for (int g = 0; g < NUM_KGROUPS; g++) begin
+      first_overlaps_grp[g] = 1'b0;
+      for (int k = 0; k < 8; k++)
+        if (8 * g + k < NUM_ENTRIES)
+          first_overlaps_grp[g] = first_overlaps_grp[g] | (first_conflict_reg[8*g+k] && overlap_k3_reg[8*g+k]);
+    end
+  end
   always_ff @(posedge clk) begin
     bad_fan_in_k4_reg <= bad_fan_in_reg;
     bad_range_k4_reg <= bad_range_k3_reg;
-    any_conflict_k4_reg <= any_conflict_reg;
-    first_overlaps_reg <= (first_conflict_reg & overlap_k3_reg) != '0;
+    any_conflict_k4_reg <= conflict_grp_reg != '0;
+    first_overlaps_grp_reg <= first_overlaps_grp;
   end
 
   // K5: the status in the model's order.
@@ -284,7 +322,8 @@ module panama_table #(
     st_status = STATUS_OK;
     if (bad_fan_in_k4_reg) st_status = STATUS_BAD_FAN_IN;
     else if (bad_range_k4_reg) st_status = STATUS_BAD_SLOT_RANGE;
-    else if (any_conflict_k4_reg) st_status = first_overlaps_reg ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
+    else if (any_conflict_k4_reg)
+      st_status = first_overlaps_grp_reg != '0 ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
   end
   always_ff @(posedge clk) st_status_reg <= st_status;
 
