@@ -196,8 +196,12 @@ module panama_frame_input #(
       .count(desc_count)
   );
 
-  // Empty: nothing accepted and not yet popped (or dropped), no partial frame.
-  assign status_empty = beat_used_reg == '0 && desc_used_reg == '0 && beats_reg == 16'd0;
+  // Empty: nothing accepted and not yet popped (or dropped), no partial
+  // frame. Registered: empty in the clock before and nothing accepted in it
+  // (pops only happen to what is counted).
+  always_ff @(posedge clk) begin
+    status_empty <= rst || (!accept && beat_used_reg == '0 && desc_used_reg == '0 && beats_reg == 16'd0);
+  end
   assign status_stall_beat_fifo = !beat_room_reg;
   assign status_stall_desc_fifo = !desc_room_reg;
 
