@@ -112,17 +112,48 @@ module panama_table #(
   // read as flat vectors (Yosys 0.23 mis-handles unpacked arrays of structs).
   localparam int EW = $bits(decide_entry);
   localparam int NUM_GROUPS = (NUM_ENTRIES + 7) / 8;
-  logic [EW-1:0] ent_flat[NUM_GROUPS*8];
+  // Group g's 8 entries side by side: entry 8g + k at bits EW*k.
+  logic [8*EW-1:0] grp_vec[NUM_GROUPS];
   always_comb begin
-    for (int e = 0; e < NUM_GROUPS * 8; e++) ent_flat[e] = '0;
-    for (int e = 0; e < NUM_ENTRIES; e++)
-      ent_flat[e] = {ent_enabled[e], ent_root[e], ent_job[e], ent_tree[e], ent_fan_in[e], ent_mask[e], ent_base[e],
-                     ent_count[e], ent_out_child[e], ent_eth_dst[e], ent_eth_src[e], ent_ip_src[e], ent_ip_dst[e],
-                     ent_udp_src[e], ent_udp_dst[e], ent_ttl[e], ent_dscp[e]};
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      grp_vec[g] = '0;
+      for (int k = 0; k < 8; k++)
+        if (8 * g + k < NUM_ENTRIES)
+          grp_vec[g][EW*k+:EW] = {ent_enabled[8*g+k], ent_root[8*g+k], ent_job[8*g+k], ent_tree[8*g+k],
+                                  ent_fan_in[8*g+k], ent_mask[8*g+k], ent_base[8*g+k], ent_count[8*g+k],
+                                  ent_out_child[8*g+k], ent_eth_dst[8*g+k], ent_eth_src[8*g+k], ent_ip_src[8*g+k],
+                                  ent_ip_dst[8*g+k], ent_udp_src[8*g+k], ent_udp_dst[8*g+k], ent_ttl[8*g+k],
+                                  ent_dscp[8*g+k]};
+    end
   end
   logic [2:0]    decide_lo, header_lo;
   logic [7:0]    decide_hi_reg, header_hi_reg;
+  logic [EW-1:0] decide_grp[NUM_GROUPS], header_grp[NUM_GROUPS];
   logic [EW-1:0] decide_grp_reg[NUM_GROUPS], header_grp_reg[NUM_GROUPS];
+  always_comb begin
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      case (decide_lo)
+        3'd0: decide_grp[g] = grp_vec[g][0*EW+:EW];
+        3'd1: decide_grp[g] = grp_vec[g][1*EW+:EW];
+        3'd2: decide_grp[g] = grp_vec[g][2*EW+:EW];
+        3'd3: decide_grp[g] = grp_vec[g][3*EW+:EW];
+        3'd4: decide_grp[g] = grp_vec[g][4*EW+:EW];
+        3'd5: decide_grp[g] = grp_vec[g][5*EW+:EW];
+        3'd6: decide_grp[g] = grp_vec[g][6*EW+:EW];
+        default: decide_grp[g] = grp_vec[g][7*EW+:EW];
+      endcase
+      case (header_lo)
+        3'd0: header_grp[g] = grp_vec[g][0*EW+:EW];
+        3'd1: header_grp[g] = grp_vec[g][1*EW+:EW];
+        3'd2: header_grp[g] = grp_vec[g][2*EW+:EW];
+        3'd3: header_grp[g] = grp_vec[g][3*EW+:EW];
+        3'd4: header_grp[g] = grp_vec[g][4*EW+:EW];
+        3'd5: header_grp[g] = grp_vec[g][5*EW+:EW];
+        3'd6: header_grp[g] = grp_vec[g][6*EW+:EW];
+        default: header_grp[g] = grp_vec[g][7*EW+:EW];
+      endcase
+    end
+  end
   logic [EW-1:0] decide_flat, header_flat;
   assign decide_lo = 3'(decide_idx);
   assign header_lo = 3'(header_idx);
@@ -130,8 +161,8 @@ module panama_table #(
     decide_hi_reg <= 8'({8'd0, decide_idx} >> 3);
     header_hi_reg <= 8'({8'd0, header_idx} >> 3);
     for (int g = 0; g < NUM_GROUPS; g++) begin
-      decide_grp_reg[g] <= ent_flat[8*g+32'(decide_lo)];
-      header_grp_reg[g] <= ent_flat[8*g+32'(header_lo)];
+      decide_grp_reg[g] <= decide_grp[g];
+      header_grp_reg[g] <= header_grp[g];
     end
   end
   always_comb begin
