@@ -4,8 +4,8 @@
 // module only wires the parts (docs/rtl.md has the block diagram):
 //
 //   panama_frame_input     store-and-forward input, one descriptor per frame
-//   panama_classifier      C1/C2: header checks of the first beat
-//   panama_table           (job, tree) table, commands, lookup (C2 -> C3)
+//   panama_classifier      C1 .. C5: header checks of the first beat
+//   panama_table           (job, tree) table, commands, lookup (L1 .. L3)
 //   panama_divider         32 stages: slot = seq % Q, generation = seq / Q
 //   panama_decision        window, duplicates, fan-in; slot metadata (block
 //                          RAM, four clocks, one frame per two clocks),
@@ -101,16 +101,24 @@ module panama_engine #(
   import panama_regmap_pkg::*;
   import panama_engine_pkg::*;
   localparam int SLOT_CAPACITY = SLOT_WORDS * LANES;
-  // Clocks from a descriptor's pop to its action's push: C1, C2, C3, the
-  // divider, the decision (4).
-  localparam int CTRL_DEPTH = 3 + 32 + 4;
+  // Clocks from a descriptor's pop to its action's push: the classifier
+  // (C1 .. C5), the table lookup (L1 .. L3), the divider, E1/E2 (the entry
+  // read for the decision), the decision (four clocks, D0 .. D3), the action builder
+  // (A0 .. A4, out).
+  localparam int CLASSIFY_LATENCY = 5, LOOKUP_LATENCY = 3, DIVIDER_LATENCY = 32, ENTRY_READ_LATENCY = 2,
+      DECISION_LATENCY = 4, BUILD_LATENCY = 6;
+  localparam int CTRL_DEPTH = CLASSIFY_LATENCY + LOOKUP_LATENCY + DIVIDER_LATENCY + ENTRY_READ_LATENCY +
+      DECISION_LATENCY + BUILD_LATENCY;
 
   initial begin
     if (NUM_ENTRIES < 1 || NUM_ENTRIES > MAX_ENTRIES) $error("%m: NUM_ENTRIES must be 1..256");
     if (NUM_SLOTS < 1 || NUM_SLOTS > 65535) $error("%m: NUM_SLOTS must be 1..65535");
     if (SLOT_WORDS < 1 || SLOT_CAPACITY > 65535) $error("%m: SLOT_WORDS * 16 must fit 16 bits");
     if (SLOT_WORDS > MAX_FRAME_BEATS) $error("%m: SLOT_WORDS larger than a frame can fill");
-    if (ACT_FIFO_DEPTH < 64) $error("%m: ACT_FIFO_DEPTH must be at least 64 (control pipeline depth)");
+    // The credits below never let the action FIFO overflow; a frame per clock
+    // needs room for every frame in the control pipeline and the FIFO's read latency.
+    if (ACT_FIFO_DEPTH < 64 || ACT_FIFO_DEPTH < CTRL_DEPTH + 2)
+      $error("%m: ACT_FIFO_DEPTH must be at least 64 and CTRL_DEPTH + 2 (control pipeline depth)");
   end
 
   // ================================================================ input
@@ -147,10 +155,12 @@ module panama_engine #(
 
   // ================================================================ control
   // A descriptor enters the control pipeline only when the action FIFO will
-  // have room for its action, and not while a register write waits; at most
-  // one every two clocks (the decision's slot read-modify-write loop is two
-  // clocks long; a frame is at least two beats, and a 100 Gbit/s wire brings
-  // at most one frame per 2.16 clocks of 322 MHz even of one beat).
+  // have room for its action, and not while a register write waits or the
+  // table settles after one (a table write takes effect a clock after it is
+  // accepted, and its slot clear starts then); at most one every two clocks
+  // (the decision's slot read-modify-write loop is two clocks long; a frame
+  // is at least two beats, and a 100 Gbit/s wire brings at most one frame
+  // per 2.16 clocks of 322 MHz even of one beat).
   logic [$clog2(ACT_FIFO_DEPTH)+1:0] act_count;
   logic [7:0] ctrl_inflight_reg;  // descriptors admitted, action not yet pushed
   logic       act_push;
@@ -159,7 +169,7 @@ module panama_engine #(
   logic       clear_busy;  // slot-metadata clear engine running
 
   logic       admitted_reg;  // a descriptor entered in the previous clock
-  assign desc_ready = desc_valid && !admitted_reg && !write_pending && !clear_busy &&
+  assign desc_ready = desc_valid && !admitted_reg && !write_pending && table_ready && !clear_busy &&
       16'(ctrl_inflight_reg) + 16'(act_count) < 16'(ACT_FIFO_DEPTH);
 
   always_ff @(posedge clk) begin
@@ -201,8 +211,8 @@ module panama_engine #(
   logic                  table_ready;
   logic                  lookup_hit;
   logic [ENTRY_BITS-1:0] lookup_entry;
-  logic [ENTRY_BITS-1:0] c3_entry_reg, d_entry;
-  logic [15:0]           share_count;
+  logic [ENTRY_BITS-1:0] d_entry;
+  logic [15:0]           lookup_share;
   table_entry_t          decide_entry, header_entry;
   decided_t              decided;
   logic                  decided_valid;
@@ -229,23 +239,23 @@ module panama_engine #(
       .lookup_tree(c2_fields.tree),
       .lookup_hit(lookup_hit),
       .lookup_entry(lookup_entry),
-      .share_idx(c3_entry_reg),
-      .share_count(share_count),
+      .lookup_share(lookup_share),
       .decide_idx(d_entry),
       .decide_entry(decide_entry),
       .header_idx(decided.entry[ENTRY_BITS-1:0]),
       .header_entry(header_entry)
   );
 
-  // ---- C3: looked up; divider input
-  logic          c3_valid_reg;
-  frame_fields_t c3_fields_reg;
-  logic          c3_hit_reg;
+  // ---- L1 .. L3: looked up (the table's registered lookup); divider input
+  logic          l1_valid_reg, l2_valid_reg, c3_valid_reg;
+  frame_fields_t l1_fields_reg, l2_fields_reg, c3_fields_reg;
   always_ff @(posedge clk) begin
-    c3_valid_reg <= rst ? 1'b0 : c2_valid;
-    c3_fields_reg <= c2_fields;
-    c3_hit_reg <= lookup_hit;
-    c3_entry_reg <= lookup_entry;
+    l1_valid_reg <= rst ? 1'b0 : c2_valid;
+    l1_fields_reg <= c2_fields;
+    l2_valid_reg <= rst ? 1'b0 : l1_valid_reg;
+    l2_fields_reg <= l1_fields_reg;
+    c3_valid_reg <= rst ? 1'b0 : l2_valid_reg;
+    c3_fields_reg <= l2_fields_reg;
   end
 
   localparam int SIDE_WIDTH = $bits(c3_fields_reg) + 1 + ENTRY_BITS;
@@ -262,13 +272,35 @@ module panama_engine #(
       .rst(rst),
       .in_valid(c3_valid_reg),
       .in_dividend(c3_fields_reg.seq),
-      .in_divisor(share_count),
-      .in_side({c3_fields_reg, c3_hit_reg, c3_entry_reg}),
+      .in_divisor(lookup_share),
+      .in_side({c3_fields_reg, lookup_hit, lookup_entry}),
       .out_valid(dv_valid),
       .out_quotient(dv_quotient),
       .out_remainder(dv_remainder),
       .out_side({d_fields, d_hit, d_entry})
   );
+
+  // ---- E1, E2: the divider's result registered while the table reads the
+  // entry (two clocks)
+  logic          e1_valid_reg, e1_hit_reg, e_valid_reg, e_hit_reg;
+  logic [31:0]   e1_quotient_reg, e_quotient_reg;
+  logic [15:0]   e1_remainder_reg, e_remainder_reg;
+  frame_fields_t e1_fields_reg, e_fields_reg;
+  logic [ENTRY_BITS-1:0] e1_entry_reg, e_entry_reg;
+  always_ff @(posedge clk) begin
+    e1_valid_reg <= rst ? 1'b0 : dv_valid;
+    e1_quotient_reg <= dv_quotient;
+    e1_remainder_reg <= dv_remainder;
+    e1_fields_reg <= d_fields;
+    e1_hit_reg <= d_hit;
+    e1_entry_reg <= d_entry;
+    e_valid_reg <= rst ? 1'b0 : e1_valid_reg;
+    e_quotient_reg <= e1_quotient_reg;
+    e_remainder_reg <= e1_remainder_reg;
+    e_fields_reg <= e1_fields_reg;
+    e_hit_reg <= e1_hit_reg;
+    e_entry_reg <= e1_entry_reg;
+  end
 
   logic [NUM_GLOBAL_COUNTERS-1:0] global_inc;
   logic [NUM_ENTRY_COUNTERS-1:0]  entry_inc;
@@ -283,12 +315,12 @@ module panama_engine #(
   ) decision (
       .clk(clk),
       .rst(rst),
-      .in_valid(dv_valid),
-      .in_fields(d_fields),
-      .in_hit(d_hit),
-      .in_entry(d_entry),
-      .in_generation(dv_quotient),
-      .in_slot_offset(dv_remainder),
+      .in_valid(e_valid_reg),
+      .in_fields(e_fields_reg),
+      .in_hit(e_hit_reg),
+      .in_entry(e_entry_reg),
+      .in_generation(e_quotient_reg),
+      .in_slot_offset(e_remainder_reg),
       .entry(decide_entry),
       .clear_all(cmd_reset),
       .clear_range_valid(commit_valid),
@@ -308,16 +340,19 @@ module panama_engine #(
       .status_decision_entry(status_decision_entry)
   );
 
-  // ---- A: header and action, into the action FIFO
+  // ---- A0 .. A4, out: header and action, into the action FIFO
   action_t act_in, act_out;
   logic    act_valid, act_ready, act_s_ready;
 
   panama_action_builder action_builder (
-      .decided(decided),
-      .entry(header_entry),
-      .action(act_in)
+      .clk(clk),
+      .rst(rst),
+      .in_decided(decided),
+      .in_valid(decided_valid),
+      .in_entry(header_entry),
+      .out_action(act_in),
+      .out_valid(act_push)
   );
-  assign act_push = decided_valid;
 
   panama_fifo #(
       .WIDTH($bits(act_in)),

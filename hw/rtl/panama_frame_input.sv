@@ -9,8 +9,14 @@
 // frame is dropped as oversize by the classifier, which knows from the beat
 // count).
 //
-// Latency: a descriptor is visible on m_desc two clocks after the tlast beat
-// is accepted; the stored beats likewise two clocks after each is accepted.
+// Pipelined (at most 6 logic levels per stage, also from the s_axis ports,
+// which come from the MAC's registers): R registers the accepted beat and
+// the population counts of tkeep's four 16-bit quarters, P adds them, L
+// updates the frame and pushes the beat and, at tlast, the descriptor.
+// s_axis_tready is registered and counts the beats in R and P as taken.
+// Latency: a descriptor is visible on m_desc four clocks after the tlast
+// beat is accepted (R, P, L, FIFO read register); the stored beats likewise
+// four clocks after each is accepted.
 `default_nettype none
 module panama_frame_input #(
     // Beat FIFO depth (a power of two; holds two largest frames).
@@ -51,27 +57,97 @@ module panama_frame_input #(
     if (IN_FIFO_DEPTH < 2 * MAX_FRAME_BEATS) $error("%m: IN_FIFO_DEPTH must hold two largest frames");
   end
 
-  logic [15:0] len_reg, len_next;
-  logic [15:0] beats_reg, beats_next;  // saturating beat count of the frame so far
-  logic [511:0] first_reg;
-  logic         mac_error_reg, mac_error_next;
-  logic         beat_fifo_ready, desc_fifo_ready;
-  logic         accept, store;
-  logic [6:0]   keep_bytes;
-  panama_engine_pkg::frame_desc_t desc;
-  logic [$clog2(IN_FIFO_DEPTH)+1:0] beat_count;
+  // Pipeline: R registers the accepted beat with the population count of
+  // each 16 bits of tkeep, P adds them (bytes of the beat), L updates the
+  // frame (length, beat count, first beat, MAC error), stores the beat and
+  // at tlast pushes the descriptor.
+  logic                               r_valid_reg, p_valid_reg;
+  logic [511:0]                       r_data_reg, p_data_reg;
+  logic                               r_last_reg, p_last_reg, r_user_reg, p_user_reg;
+  logic [4:0]                         r_ones_reg[4];
+  logic [6:0]                         p_bytes_reg;
+  logic [15:0]                        len_reg, len_next;
+  logic [15:0]                        beats_reg, beats_next;  // saturating beat count of the frame so far
+  logic [511:0]                       first_reg;
+  logic                               mac_error_reg, mac_error_next;
+  logic                               accept, store, push_desc;
+  logic                               beat_room_reg, desc_room_reg;
+  logic                               beat_fifo_ready, desc_fifo_ready;
+  panama_engine_pkg::frame_desc_t     desc;
+  logic [$clog2(IN_FIFO_DEPTH)+1:0]   beat_count;
   logic [$clog2(DESC_FIFO_DEPTH)+1:0] desc_count;
+  logic [4:0]                         ones16[4];
 
+  // tready is registered. Beats and descriptors are counted from their
+  // acceptance to their pop (the pops registered: a clock late, on the safe
+  // side; beats beyond the largest frame until L drops them), and tready is
+  // high in a clock when one more fits. Both outcomes of this clock's
+  // accept are compared from registers; the accept only selects.
+  localparam int BEAT_USED_BITS = $clog2(IN_FIFO_DEPTH) + 2;
+  localparam int DESC_USED_BITS = $clog2(DESC_FIFO_DEPTH) + 2;
+  logic [BEAT_USED_BITS-1:0] beat_used_reg;
+  logic [DESC_USED_BITS-1:0] desc_used_reg;
+  logic                      beat_pop_reg, desc_pop_reg, drop_reg;
+  logic [BEAT_USED_BITS-1:0] beat_left;  // counted beats after this clock's pop and drop
+  logic [DESC_USED_BITS-1:0] desc_left;
+  assign beat_left = beat_used_reg - BEAT_USED_BITS'(beat_pop_reg) - BEAT_USED_BITS'(drop_reg);
+  assign desc_left = desc_used_reg - DESC_USED_BITS'(desc_pop_reg);
+  assign s_axis_tready = beat_room_reg && desc_room_reg;
+  assign accept = s_axis_tvalid && s_axis_tready;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      beat_used_reg <= '0;
+      desc_used_reg <= '0;
+      beat_pop_reg <= 1'b0;
+      desc_pop_reg <= 1'b0;
+      drop_reg <= 1'b0;
+      beat_room_reg <= 1'b0;
+      desc_room_reg <= 1'b0;
+    end else begin
+      beat_pop_reg <= m_beat_valid && m_beat_ready;
+      desc_pop_reg <= m_desc_valid && m_desc_ready;
+      drop_reg <= p_valid_reg && !store;  // a beat beyond the largest frame, not stored
+      beat_used_reg <= beat_left + BEAT_USED_BITS'(accept);
+      desc_used_reg <= desc_left + DESC_USED_BITS'(accept && s_axis_tlast);
+      beat_room_reg <= accept ? beat_left < BEAT_USED_BITS'(IN_FIFO_DEPTH - 1) :
+                                beat_left < BEAT_USED_BITS'(IN_FIFO_DEPTH);
+      desc_room_reg <= (accept && s_axis_tlast) ? desc_left < DESC_USED_BITS'(DESC_FIFO_DEPTH - 1) :
+                                                  desc_left < DESC_USED_BITS'(DESC_FIFO_DEPTH);
+    end
+  end
+
+  // ---- R: the beat and the population count of each 16 bits of tkeep
   always_comb begin
-    keep_bytes = 7'd0;
-    for (int i = 0; i < 64; i++) keep_bytes = keep_bytes + {6'd0, s_axis_tkeep[i]};
-    s_axis_tready = beat_fifo_ready && desc_fifo_ready;
-    accept = s_axis_tvalid && s_axis_tready;
-    store = accept && beats_reg < 16'(MAX_FRAME_BEATS);
-    len_next = (len_reg > 16'(MAX_FRAME_BYTES)) ? len_reg : len_reg + {9'd0, keep_bytes};
+    for (int q = 0; q < 4; q++) begin
+      ones16[q] = 5'd0;
+      for (int i = 0; i < 16; i++) ones16[q] = ones16[q] + {4'd0, s_axis_tkeep[16*q+i]};
+    end
+  end
+  always_ff @(posedge clk) begin
+    r_valid_reg <= !rst && accept;
+    r_data_reg <= s_axis_tdata;
+    r_last_reg <= s_axis_tlast;
+    r_user_reg <= s_axis_tuser;
+    for (int q = 0; q < 4; q++) r_ones_reg[q] <= ones16[q];
+  end
+
+  // ---- P: bytes of the beat
+  always_ff @(posedge clk) begin
+    p_valid_reg <= !rst && r_valid_reg;
+    p_data_reg <= r_data_reg;
+    p_last_reg <= r_last_reg;
+    p_user_reg <= r_user_reg;
+    p_bytes_reg <= ({2'd0, r_ones_reg[0]} + {2'd0, r_ones_reg[1]}) + ({2'd0, r_ones_reg[2]} + {2'd0, r_ones_reg[3]});
+  end
+
+  // ---- L: the frame so far; store the beat; the descriptor at tlast
+  always_comb begin
+    store = p_valid_reg && beats_reg < 16'(MAX_FRAME_BEATS);
+    push_desc = p_valid_reg && p_last_reg;
+    len_next = (len_reg > 16'(MAX_FRAME_BYTES)) ? len_reg : len_reg + {9'd0, p_bytes_reg};
     beats_next = (beats_reg == 16'hFFFF) ? beats_reg : beats_reg + 16'd1;
-    mac_error_next = mac_error_reg || s_axis_tuser;
-    desc.first_beat = (beats_reg == 16'd0) ? s_axis_tdata : first_reg;
+    mac_error_next = mac_error_reg || p_user_reg;
+    desc.first_beat = (beats_reg == 16'd0) ? p_data_reg : first_reg;
     desc.len = len_next;
     desc.beats = beats_next;
     desc.mac_error = mac_error_next;
@@ -82,12 +158,12 @@ module panama_frame_input #(
       len_reg <= 16'd0;
       beats_reg <= 16'd0;
       mac_error_reg <= 1'b0;
-    end else if (accept) begin
-      len_reg <= s_axis_tlast ? 16'd0 : len_next;
-      beats_reg <= s_axis_tlast ? 16'd0 : beats_next;
-      mac_error_reg <= s_axis_tlast ? 1'b0 : mac_error_next;
+    end else if (p_valid_reg) begin
+      len_reg <= p_last_reg ? 16'd0 : len_next;
+      beats_reg <= p_last_reg ? 16'd0 : beats_next;
+      mac_error_reg <= p_last_reg ? 1'b0 : mac_error_next;
     end
-    if (accept && beats_reg == 16'd0) first_reg <= s_axis_tdata;
+    if (p_valid_reg && beats_reg == 16'd0) first_reg <= p_data_reg;
   end
 
   panama_fifo #(
@@ -96,7 +172,7 @@ module panama_frame_input #(
   ) beat_fifo (
       .clk(clk),
       .rst(rst),
-      .s_data(s_axis_tdata),
+      .s_data(p_data_reg),
       .s_valid(store),
       .s_ready(beat_fifo_ready),
       .m_data(m_beat_data),
@@ -112,7 +188,7 @@ module panama_frame_input #(
       .clk(clk),
       .rst(rst),
       .s_data(desc),
-      .s_valid(accept && s_axis_tlast),
+      .s_valid(push_desc),
       .s_ready(desc_fifo_ready),
       .m_data(m_desc),
       .m_valid(m_desc_valid),
@@ -120,8 +196,26 @@ module panama_frame_input #(
       .count(desc_count)
   );
 
-  assign status_empty = beats_reg == 16'd0 && beat_count == '0 && desc_count == '0;
-  assign status_stall_beat_fifo = !beat_fifo_ready;
-  assign status_stall_desc_fifo = !desc_fifo_ready;
+  // Empty: nothing accepted and not yet popped (or dropped), no partial
+  // frame. Registered: empty in the clock before and nothing accepted in it
+  // (pops only happen to what is counted).
+  always_ff @(posedge clk) begin
+    status_empty <= rst || (!accept && beat_used_reg == '0 && desc_used_reg == '0 && beats_reg == 16'd0);
+  end
+  assign status_stall_beat_fifo = !beat_room_reg;
+  assign status_stall_desc_fifo = !desc_room_reg;
+
+  // The credits above keep both FIFOs from filling: their s_ready is never
+  // low on a push (checked when read by the formal flow, scripts/formal.sh).
+`ifdef FORMAL
+  always @(posedge clk) begin
+    if (!rst) begin
+      assert (!store || beat_fifo_ready);
+      assert (!push_desc || desc_fifo_ready);
+    end
+  end
+`endif
+  logic unused;
+  assign unused = ^{beat_fifo_ready, desc_fifo_ready, beat_count, desc_count};
 endmodule
 `default_nettype wire

@@ -8,11 +8,17 @@
 // accepted one clears only its own slot range (commit_base .. commit_end).
 //
 // Register writes arrive from panama_axil_regs as one-clock pulses while
-// the control pipeline is empty and `ready` is high (two clocks after the
-// last write), so a frame never sees half a command and a commit sees the
-// checks of the state it applies to.
-// Read ports are combinational (latency 0); the lookup gives the lowest
-// enabled entry whose key matches.
+// the control pipeline is empty and `ready` is high (CHECK_CLOCKS = 6 clocks
+// after the last write; a write takes effect the clock after its pulse), so a frame never sees half a command and a commit
+// sees the checks of the state it applies to.
+// Ports of the control pipeline, all with registered outputs:
+//   lookup   key at clock t; the match of every entry registered at t + 1
+//            (one comparator per entry, the CAM); hit, entry index and the
+//            entry's share (count) at t + 3, ORs of the matches (enabled
+//            keys are unique) per group of 8 entries at t + 2, then over
+//            the groups
+//   decide / header   entry index at t, the entry registered at t + 2
+//            (an 8:1 multiplexer per clock)
 `default_nettype none
 module panama_table #(
     // Table entries (1..256).
@@ -46,15 +52,15 @@ module panama_table #(
     output logic                             [31:0]  commit_base,
     output logic                             [31:0]  commit_end,
 
-    // Lookup by key.
+    // Lookup by key (latency 3): hit, entry and its share (count, low 16
+    // bits) for the divider.
     input  wire logic                        [15:0]  lookup_job,
     input  wire logic                        [7:0]   lookup_tree,
     output logic                                     lookup_hit,
     output logic                  [ENTRY_BITS-1:0]   lookup_entry,
+    output logic                             [15:0]  lookup_share,
 
-    // Read ports of the divider input, the decision and the header builder.
-    input  wire logic             [ENTRY_BITS-1:0]   share_idx,
-    output logic                             [15:0]  share_count,
+    // Read ports of the decision and the header builder (latency 2).
     input  wire logic             [ENTRY_BITS-1:0]   decide_idx,
     output panama_engine_pkg::table_entry_t          decide_entry,
     input  wire logic             [ENTRY_BITS-1:0]   header_idx,
@@ -67,11 +73,18 @@ module panama_table #(
   initial begin
     if (NUM_ENTRIES < 1 || NUM_ENTRIES > MAX_ENTRIES) $error("%m: NUM_ENTRIES must be 1..256");
     if (NUM_SLOTS < 1 || NUM_SLOTS > 65535) $error("%m: NUM_SLOTS must be 1..65535");
+    if (REG_E_KEY[5:0] != 6'd0 || REG_E_IP_TTL_DSCP != REG_E_KEY + 14'(4 * (NUM_STAGED - 1)))
+      $error("%m: the staged registers must be 16 words aligned to 64 bytes");
   end
 
   logic [31:0] entry_index_reg;
   logic [31:0] entry_status_reg;
-  logic [31:0] staged_reg[NUM_STAGED];
+  // The staged registers, flat (word k at bits 32k+31..32k), and as words.
+  logic [32*NUM_STAGED-1:0] staged_flat_reg;
+  logic [31:0]              staged_reg[NUM_STAGED];
+  always_comb begin
+    for (int k = 0; k < NUM_STAGED; k++) staged_reg[k] = staged_flat_reg[32*k+:32];
+  end
 
   logic        ent_enabled[NUM_ENTRIES];
   logic        ent_root[NUM_ENTRIES];
@@ -91,68 +104,152 @@ module panama_table #(
   logic [7:0]  ent_ttl[NUM_ENTRIES];
   logic [5:0]  ent_dscp[NUM_ENTRIES];
 
-  assign share_count = ent_count[share_idx][15:0];
+  logic [31:0] ent_end[NUM_ENTRIES];  // ent_base + ent_count, kept for the overlap check
+
+  // Read ports, two stages: R1 reads entry (index mod 8) of each group of
+  // 8 entries, R2 picks the group (two 8:1 multiplexers in series instead of
+  // one NUM_ENTRIES:1; up to 32:1 in R2 for 256 entries). The entries are
+  // read as flat vectors (Yosys 0.23 mis-handles unpacked arrays of structs).
+  localparam int EW = $bits(decide_entry);
+  localparam int NUM_GROUPS = (NUM_ENTRIES + 7) / 8;
+  // Group g's 8 entries side by side: entry 8g + k at bits EW*k.
+  logic [8*EW-1:0] grp_vec[NUM_GROUPS];
   always_comb begin
-    decide_entry.enabled = ent_enabled[decide_idx];
-    decide_entry.root = ent_root[decide_idx];
-    decide_entry.job = ent_job[decide_idx];
-    decide_entry.tree = ent_tree[decide_idx];
-    decide_entry.fan_in = ent_fan_in[decide_idx];
-    decide_entry.mask = ent_mask[decide_idx];
-    decide_entry.base = ent_base[decide_idx];
-    decide_entry.count = ent_count[decide_idx];
-    decide_entry.out_child = ent_out_child[decide_idx];
-    decide_entry.eth_dst = ent_eth_dst[decide_idx];
-    decide_entry.eth_src = ent_eth_src[decide_idx];
-    decide_entry.ip_src = ent_ip_src[decide_idx];
-    decide_entry.ip_dst = ent_ip_dst[decide_idx];
-    decide_entry.udp_src = ent_udp_src[decide_idx];
-    decide_entry.udp_dst = ent_udp_dst[decide_idx];
-    decide_entry.ttl = ent_ttl[decide_idx];
-    decide_entry.dscp = ent_dscp[decide_idx];
-    header_entry.enabled = ent_enabled[header_idx];
-    header_entry.root = ent_root[header_idx];
-    header_entry.job = ent_job[header_idx];
-    header_entry.tree = ent_tree[header_idx];
-    header_entry.fan_in = ent_fan_in[header_idx];
-    header_entry.mask = ent_mask[header_idx];
-    header_entry.base = ent_base[header_idx];
-    header_entry.count = ent_count[header_idx];
-    header_entry.out_child = ent_out_child[header_idx];
-    header_entry.eth_dst = ent_eth_dst[header_idx];
-    header_entry.eth_src = ent_eth_src[header_idx];
-    header_entry.ip_src = ent_ip_src[header_idx];
-    header_entry.ip_dst = ent_ip_dst[header_idx];
-    header_entry.udp_src = ent_udp_src[header_idx];
-    header_entry.udp_dst = ent_udp_dst[header_idx];
-    header_entry.ttl = ent_ttl[header_idx];
-    header_entry.dscp = ent_dscp[header_idx];
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      grp_vec[g] = '0;
+      for (int k = 0; k < 8; k++)
+        if (8 * g + k < NUM_ENTRIES)
+          grp_vec[g][EW*k+:EW] = {ent_enabled[8*g+k], ent_root[8*g+k], ent_job[8*g+k], ent_tree[8*g+k],
+                                  ent_fan_in[8*g+k], ent_mask[8*g+k], ent_base[8*g+k], ent_count[8*g+k],
+                                  ent_out_child[8*g+k], ent_eth_dst[8*g+k], ent_eth_src[8*g+k], ent_ip_src[8*g+k],
+                                  ent_ip_dst[8*g+k], ent_udp_src[8*g+k], ent_udp_dst[8*g+k], ent_ttl[8*g+k],
+                                  ent_dscp[8*g+k]};
+    end
+  end
+  logic [2:0]    decide_lo, header_lo;
+  logic [7:0]    decide_hi_reg, header_hi_reg;
+  logic [EW-1:0] decide_grp[NUM_GROUPS], header_grp[NUM_GROUPS];
+  logic [EW-1:0] decide_grp_reg[NUM_GROUPS], header_grp_reg[NUM_GROUPS];
+  always_comb begin
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      case (decide_lo)
+        3'd0: decide_grp[g] = grp_vec[g][0*EW+:EW];
+        3'd1: decide_grp[g] = grp_vec[g][1*EW+:EW];
+        3'd2: decide_grp[g] = grp_vec[g][2*EW+:EW];
+        3'd3: decide_grp[g] = grp_vec[g][3*EW+:EW];
+        3'd4: decide_grp[g] = grp_vec[g][4*EW+:EW];
+        3'd5: decide_grp[g] = grp_vec[g][5*EW+:EW];
+        3'd6: decide_grp[g] = grp_vec[g][6*EW+:EW];
+        default: decide_grp[g] = grp_vec[g][7*EW+:EW];
+      endcase
+      case (header_lo)
+        3'd0: header_grp[g] = grp_vec[g][0*EW+:EW];
+        3'd1: header_grp[g] = grp_vec[g][1*EW+:EW];
+        3'd2: header_grp[g] = grp_vec[g][2*EW+:EW];
+        3'd3: header_grp[g] = grp_vec[g][3*EW+:EW];
+        3'd4: header_grp[g] = grp_vec[g][4*EW+:EW];
+        3'd5: header_grp[g] = grp_vec[g][5*EW+:EW];
+        3'd6: header_grp[g] = grp_vec[g][6*EW+:EW];
+        default: header_grp[g] = grp_vec[g][7*EW+:EW];
+      endcase
+    end
+  end
+  logic [EW-1:0] decide_flat, header_flat;
+  assign decide_lo = 3'(decide_idx);
+  assign header_lo = 3'(header_idx);
+  always_ff @(posedge clk) begin
+    decide_hi_reg <= 8'({8'd0, decide_idx} >> 3);
+    header_hi_reg <= 8'({8'd0, header_idx} >> 3);
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      decide_grp_reg[g] <= decide_grp[g];
+      header_grp_reg[g] <= header_grp[g];
+    end
+  end
+  always_comb begin
+    decide_flat = '0;
+    header_flat = '0;
+    for (int g = 0; g < NUM_GROUPS; g++) begin
+      if (decide_hi_reg == 8'(g)) decide_flat = decide_grp_reg[g];
+      if (header_hi_reg == 8'(g)) header_flat = header_grp_reg[g];
+    end
+  end
+  always_ff @(posedge clk) begin
+    decide_entry <= decide_flat;
+    header_entry <= header_flat;
   end
 
-  // Enabled keys are unique (a commit that would duplicate one fails), so
-  // the matching index is the OR of the matches: no priority chain.
-  always_comb begin
-    lookup_hit = 1'b0;
-    lookup_entry = '0;
+  // Lookup L1: one comparator per entry (job and tree apart).
+  logic [NUM_ENTRIES-1:0] match_job_reg, match_tree_reg, match_reg;
+  always_ff @(posedge clk) begin
     for (int i = 0; i < NUM_ENTRIES; i++) begin
-      if (ent_enabled[i] && ent_job[i] == lookup_job && ent_tree[i] == lookup_tree) begin
-        lookup_hit = 1'b1;
-        lookup_entry = lookup_entry | ENTRY_BITS'(i);
+      match_job_reg[i] <= ent_enabled[i] && ent_job[i] == lookup_job;
+      match_tree_reg[i] <= ent_tree[i] == lookup_tree;
+    end
+  end
+  assign match_reg = match_job_reg & match_tree_reg;
+  // Lookup L2, L3: enabled keys are unique (a commit that would duplicate
+  // one fails), so at most one entry matches and the hit, the index and the
+  // share are ORs over the matches: no priority chain, no index
+  // multiplexer. L2 ORs each group of 8 entries, L3 the groups.
+  localparam int NUM_LGROUPS = (NUM_ENTRIES + 7) / 8;
+  logic                  grp_hit[NUM_LGROUPS];
+  logic [ENTRY_BITS-1:0] grp_entry[NUM_LGROUPS];
+  logic [15:0]           grp_share[NUM_LGROUPS];
+  logic                  grp_hit_reg[NUM_LGROUPS];
+  logic [ENTRY_BITS-1:0] grp_entry_reg[NUM_LGROUPS];
+  logic [15:0]           grp_share_reg[NUM_LGROUPS];
+  always_comb begin
+    for (int g = 0; g < NUM_LGROUPS; g++) begin
+      grp_hit[g] = 1'b0;
+      grp_entry[g] = '0;
+      grp_share[g] = 16'd0;
+      for (int k = 0; k < 8; k++) begin
+        if (8 * g + k < NUM_ENTRIES) begin
+          grp_hit[g] = grp_hit[g] | match_reg[8*g+k];
+          grp_entry[g] = grp_entry[g] | (match_reg[8*g+k] ? ENTRY_BITS'(8 * g + k) : '0);
+          grp_share[g] = grp_share[g] | (match_reg[8*g+k] ? ent_count[8*g+k][15:0] : 16'd0);
+        end
       end
     end
   end
+  always_ff @(posedge clk) begin
+    for (int g = 0; g < NUM_LGROUPS; g++) begin
+      grp_hit_reg[g] <= grp_hit[g];
+      grp_entry_reg[g] <= grp_entry[g];
+      grp_share_reg[g] <= grp_share[g];
+    end
+  end
+  logic                  hit_next;
+  logic [ENTRY_BITS-1:0] entry_next;
+  logic [15:0]           share_next;
+  always_comb begin
+    hit_next = 1'b0;
+    entry_next = '0;
+    share_next = 16'd0;
+    for (int g = 0; g < NUM_LGROUPS; g++) begin
+      hit_next = hit_next | grp_hit_reg[g];
+      entry_next = entry_next | grp_entry_reg[g];
+      share_next = share_next | grp_share_reg[g];
+    end
+  end
+  always_ff @(posedge clk) begin
+    lookup_hit <= hit_next;
+    lookup_entry <= entry_next;
+    lookup_share <= share_next;
+  end
 
   // The staged entry, decoded (engine.hpp decode_staged), and its checks.
-  // The checks run over two registered stages (per-entry overlap and key
-  // matches, then the first match), so no path crosses all entries at once;
-  // `ready` holds register writes off until they have settled after the
-  // last change (table state changes only on a write or a reset).
+  // The checks run over CHECK_CLOCKS registered stages, so no path crosses
+  // all entries at once; `ready` holds register writes off until they have
+  // settled after the last change (table state changes only on a write or a
+  // reset).
+  // K0 (cmd_onehot_reg, the decoded ENTRY_INDEX) .. K5 (st_status_reg).
+  localparam int CHECK_CLOCKS = 6;
   logic        n_en, n_root;
   logic [15:0] n_job;
   logic [7:0]  n_tree, n_fan_in;
   logic [63:0] n_mask;
   logic [31:0] n_base, n_cnt;
-  logic [6:0]  mask_ones;
   logic [ENTRY_BITS-1:0] cmd_entry;
   always_comb begin
     n_job = staged_reg[0][15:0];
@@ -166,64 +263,166 @@ module panama_table #(
     cmd_entry = entry_index_reg[ENTRY_BITS-1:0];
   end
 
-  // Stage 1: the child-mask population count, the range, and per entry:
-  // overlaps the staged range / has the staged key (enabled others only).
-  logic                   bad_fan_in_reg, bad_range_reg;
-  logic [6:0]             mask_ones_reg;
+  // K1: per 16 bits of the child mask its population count; the range
+  // checks and the staged range's end; per entry: is another entry than
+  // the indexed one, enabled, with the staged key.
+  logic [4:0]             mask_ones16_reg[4];
   logic [7:0]             n_fan_in_reg;
-  logic [NUM_ENTRIES-1:0] overlap_reg, same_key_reg;
+  logic                   bad_range_reg;
   logic [31:0]            n_end_reg;  // one past the staged range
+  logic [NUM_ENTRIES-1:0] other_reg, same_key_reg;
+  logic [4:0]             mask_ones16[4];
   always_comb begin
-    mask_ones = 7'd0;
-    for (int i = 0; i < 64; i++) mask_ones = mask_ones + {6'd0, n_mask[i]};
+    for (int q = 0; q < 4; q++) begin
+      mask_ones16[q] = 5'd0;
+      for (int i = 0; i < 16; i++) mask_ones16[q] = mask_ones16[q] + {4'd0, n_mask[16*q+i]};
+    end
   end
   always_ff @(posedge clk) begin
-    mask_ones_reg <= mask_ones;
+    for (int q = 0; q < 4; q++) mask_ones16_reg[q] <= mask_ones16[q];
     n_fan_in_reg <= n_fan_in;
     bad_range_reg <= n_cnt == 32'd0 || n_cnt > 32'hFFFF || n_base >= 32'(NUM_SLOTS) ||
         n_cnt > 32'(NUM_SLOTS) - n_base;
     n_end_reg <= n_base + n_cnt;
     for (int i = 0; i < NUM_ENTRIES; i++) begin
-      overlap_reg[i] <= 32'(i) != entry_index_reg && ent_enabled[i] && n_base < ent_base[i] + ent_count[i] &&
-          ent_base[i] < n_base + n_cnt;
-      same_key_reg[i] <= 32'(i) != entry_index_reg && ent_enabled[i] && ent_job[i] == n_job &&
-          ent_tree[i] == n_tree;
+      other_reg[i] <= !cmd_onehot_reg[i] && ent_enabled[i];
+      same_key_reg[i] <= !cmd_onehot_reg[i] && ent_enabled[i] && ent_job[i] == n_job && ent_tree[i] == n_tree;
     end
   end
-  assign bad_fan_in_reg = n_fan_in_reg == 8'd0 || n_fan_in_reg > 8'(MAX_FAN_IN) ||
-      {1'b0, n_fan_in_reg} > {2'b0, mask_ones_reg};
 
-  // Stage 2: the status in the model's order; among entries, the first one
-  // that overlaps or has the key decides (overlap first within an entry).
-  logic [NUM_ENTRIES-1:0] conflict, first_conflict;
-  logic [31:0]            st_status, st_status_reg;
+  // K2: the whole population count; per entry, the overlap of the ranges.
+  logic [6:0]             mask_ones_reg;
+  logic [7:0]             n_fan_in_k2_reg;
+  logic                   bad_range_k2_reg;
+  logic [NUM_ENTRIES-1:0] overlap_reg, same_key_k2_reg;
+  always_ff @(posedge clk) begin
+    mask_ones_reg <= ({2'd0, mask_ones16_reg[0]} + {2'd0, mask_ones16_reg[1]}) +
+        ({2'd0, mask_ones16_reg[2]} + {2'd0, mask_ones16_reg[3]});
+    n_fan_in_k2_reg <= n_fan_in_reg;
+    bad_range_k2_reg <= bad_range_reg;
+    for (int i = 0; i < NUM_ENTRIES; i++)
+      overlap_reg[i] <= other_reg[i] && n_base < ent_end[i] && ent_base[i] < n_end_reg;
+    same_key_k2_reg <= same_key_reg;
+  end
+
+  // K3: fan-in against the mask; the lowest conflicting entry; per group of
+  // 8 entries, any conflict.
+  localparam int NUM_KGROUPS = (NUM_ENTRIES + 7) / 8;
+  logic                   bad_fan_in_reg, bad_range_k3_reg;
+  logic [NUM_ENTRIES-1:0] conflict, first_conflict_reg, overlap_k3_reg;
+  logic [NUM_KGROUPS-1:0] conflict_grp, conflict_grp_reg;
   always_comb begin
-    conflict = overlap_reg | same_key_reg;
-    first_conflict = conflict & (~conflict + NUM_ENTRIES'(1));  // lowest set bit
+    conflict = overlap_reg | same_key_k2_reg;
+    for (int g = 0; g < NUM_KGROUPS; g++) begin
+      conflict_grp[g] = 1'b0;
+      for (int k = 0; k < 8; k++)
+        if (8 * g + k < NUM_ENTRIES) conflict_grp[g] = conflict_grp[g] | conflict[8*g+k];
+    end
+  end
+  always_ff @(posedge clk) begin
+    bad_fan_in_reg <= n_fan_in_k2_reg == 8'd0 || n_fan_in_k2_reg > 8'(MAX_FAN_IN) ||
+        {1'b0, n_fan_in_k2_reg} > {2'b0, mask_ones_reg};
+    bad_range_k3_reg <= bad_range_k2_reg;
+    conflict_grp_reg <= conflict_grp;
+    first_conflict_reg <= conflict & (~conflict + NUM_ENTRIES'(1));  // lowest set bit
+    overlap_k3_reg <= overlap_reg;
+  end
+
+  // K4: any conflict; per group, whether the first conflicting entry (if
+  // in the group) overlaps (overlap first within an entry).
+  logic                   bad_fan_in_k4_reg, bad_range_k4_reg, any_conflict_k4_reg;
+  logic [NUM_KGROUPS-1:0] first_overlaps_grp, first_overlaps_grp_reg;
+  always_comb begin
+    for (int g = 0; g < NUM_KGROUPS; g++) begin
+      first_overlaps_grp[g] = 1'b0;
+      for (int k = 0; k < 8; k++)
+        if (8 * g + k < NUM_ENTRIES)
+          first_overlaps_grp[g] = first_overlaps_grp[g] | (first_conflict_reg[8*g+k] && overlap_k3_reg[8*g+k]);
+    end
+  end
+  always_ff @(posedge clk) begin
+    bad_fan_in_k4_reg <= bad_fan_in_reg;
+    bad_range_k4_reg <= bad_range_k3_reg;
+    any_conflict_k4_reg <= conflict_grp_reg != '0;
+    first_overlaps_grp_reg <= first_overlaps_grp;
+  end
+
+  // K5: the status in the model's order.
+  logic [31:0] st_status, st_status_reg;
+  always_comb begin
     st_status = STATUS_OK;
-    if (bad_fan_in_reg) st_status = STATUS_BAD_FAN_IN;
-    else if (bad_range_reg) st_status = STATUS_BAD_SLOT_RANGE;
-    else if (conflict != '0)
-      st_status = (first_conflict & overlap_reg) != '0 ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
+    if (bad_fan_in_k4_reg) st_status = STATUS_BAD_FAN_IN;
+    else if (bad_range_k4_reg) st_status = STATUS_BAD_SLOT_RANGE;
+    else if (any_conflict_k4_reg)
+      st_status = first_overlaps_grp_reg != '0 ? STATUS_SLOT_OVERLAP : STATUS_DUPLICATE_KEY;
   end
   always_ff @(posedge clk) st_status_reg <= st_status;
 
   // Clocks until st_status_reg reflects the current state.
-  logic [1:0] settle_reg;
+  logic [2:0] settle_reg;
   always_ff @(posedge clk) begin
-    if (rst || clear_all || wr_valid) settle_reg <= 2'd2;
-    else if (settle_reg != 2'd0) settle_reg <= settle_reg - 2'd1;
+    // A write lands the clock after its pulse (wv_reg) and reads
+    // st_status_reg the clock after that: CHECK_CLOCKS after the pulse.
+    if (rst || clear_all || wr_valid) settle_reg <= 3'(CHECK_CLOCKS);
+    else if (settle_reg != 3'd0) settle_reg <= settle_reg - 3'd1;
   end
-  assign ready = settle_reg == 2'd0;
+  assign ready = settle_reg == 3'd0;
 
-  logic is_cmd, cmd_known, index_ok, do_commit, do_load, do_disable;
+  // Register writes and CONTROL.RESET are registered on entry (they come
+  // from the AXI4-Lite decode) and act one clock later; `ready` went low on
+  // the write already.
+  logic        wv_reg, clear_reg;
+  logic        wa_index_reg, wa_cmd_reg, wa_staged_reg;  // the address decoded
+  logic [3:0]  wa_word_reg;                              // staged register
+  logic [31:0] wd_reg;
+  logic        wd_commit_reg, wd_load_reg, wd_disable_reg;  // the command decoded
+  always_ff @(posedge clk) begin
+    wv_reg <= !rst && wr_valid;
+    clear_reg <= !rst && clear_all;
+    wa_index_reg <= wr_addr == REG_ENTRY_INDEX;
+    wa_cmd_reg <= wr_addr == REG_ENTRY_CMD;
+    wa_staged_reg <= wr_addr[13:6] == REG_E_KEY[13:6];  // REG_E_KEY .. REG_E_IP_TTL_DSCP, 16 words
+    wa_word_reg <= wr_addr[5:2];
+    wd_reg <= wr_data;
+    wd_commit_reg <= wr_data == CMD_COMMIT;
+    wd_load_reg <= wr_data == CMD_LOAD;
+    wd_disable_reg <= wr_data == CMD_DISABLE;
+  end
+
+  // Flags of the settled state, registered (they change only on writes);
+  // the entry ENTRY_INDEX names, in the staged registers' layout (CMD_LOAD).
+  logic                   index_ok_reg, st_ok_reg;
+  logic [NUM_ENTRIES-1:0] cmd_onehot_reg;
+  logic [32*NUM_STAGED-1:0] load_reg;
+  always_ff @(posedge clk) begin
+    index_ok_reg <= entry_index_reg < 32'(NUM_ENTRIES);
+    st_ok_reg <= st_status == STATUS_OK;
+    for (int e = 0; e < NUM_ENTRIES; e++) cmd_onehot_reg[e] <= entry_index_reg == 32'(e);
+    load_reg[31:0] <= {8'd0, ent_tree[cmd_entry], ent_job[cmd_entry]};
+    load_reg[63:32] <= {30'd0, ent_root[cmd_entry], ent_enabled[cmd_entry]};
+    load_reg[95:64] <= {24'd0, ent_fan_in[cmd_entry]};
+    load_reg[127:96] <= ent_mask[cmd_entry][31:0];
+    load_reg[159:128] <= ent_mask[cmd_entry][63:32];
+    load_reg[191:160] <= ent_base[cmd_entry];
+    load_reg[223:192] <= ent_count[cmd_entry];
+    load_reg[255:224] <= {16'd0, ent_out_child[cmd_entry]};
+    load_reg[287:256] <= ent_eth_dst[cmd_entry][31:0];
+    load_reg[319:288] <= {16'd0, ent_eth_dst[cmd_entry][47:32]};
+    load_reg[351:320] <= ent_eth_src[cmd_entry][31:0];
+    load_reg[383:352] <= {16'd0, ent_eth_src[cmd_entry][47:32]};
+    load_reg[415:384] <= ent_ip_src[cmd_entry];
+    load_reg[447:416] <= ent_ip_dst[cmd_entry];
+    load_reg[479:448] <= {ent_udp_dst[cmd_entry], ent_udp_src[cmd_entry]};
+    load_reg[511:480] <= {18'd0, ent_dscp[cmd_entry], ent_ttl[cmd_entry]};
+  end
+
+  logic is_cmd, cmd_known, do_commit, do_load, do_disable;
   always_comb begin
-    is_cmd = wr_valid && wr_addr == REG_ENTRY_CMD;
-    cmd_known = wr_data == CMD_COMMIT || wr_data == CMD_LOAD || wr_data == CMD_DISABLE;
-    index_ok = entry_index_reg < 32'(NUM_ENTRIES);
-    do_commit = is_cmd && cmd_known && index_ok && wr_data == CMD_COMMIT && st_status_reg == STATUS_OK;
-    do_load = is_cmd && cmd_known && index_ok && wr_data == CMD_LOAD;
-    do_disable = is_cmd && cmd_known && index_ok && wr_data == CMD_DISABLE;
+    is_cmd = wv_reg && wa_cmd_reg;
+    cmd_known = wd_commit_reg || wd_load_reg || wd_disable_reg;
+    do_commit = is_cmd && index_ok_reg && wd_commit_reg && st_ok_reg;
+    do_load = is_cmd && index_ok_reg && wd_load_reg;
+    do_disable = is_cmd && index_ok_reg && wd_disable_reg;
   end
   assign commit_valid = do_commit;
   assign commit_entry = cmd_entry;
@@ -231,10 +430,10 @@ module panama_table #(
   assign commit_end = n_end_reg;
 
   always_ff @(posedge clk) begin
-    if (rst || clear_all) begin
+    if (rst || clear_reg) begin
       entry_index_reg <= 32'd0;
       entry_status_reg <= STATUS_OK;
-      for (int i = 0; i < NUM_STAGED; i++) staged_reg[i] <= 32'd0;
+      staged_flat_reg <= '0;
       for (int e = 0; e < NUM_ENTRIES; e++) begin
         ent_enabled[e] <= 1'b0;
         ent_root[e] <= 1'b0;
@@ -244,6 +443,7 @@ module panama_table #(
         ent_mask[e] <= 64'd0;
         ent_base[e] <= 32'd0;
         ent_count[e] <= 32'd0;
+        ent_end[e] <= 32'd0;
         ent_out_child[e] <= 16'd0;
         ent_eth_dst[e] <= 48'd0;
         ent_eth_src[e] <= 48'd0;
@@ -254,52 +454,40 @@ module panama_table #(
         ent_ttl[e] <= 8'd0;
         ent_dscp[e] <= 6'd0;
       end
-    end else if (wr_valid) begin
-      if (wr_addr == REG_ENTRY_INDEX) entry_index_reg <= wr_data;
+    end else if (wv_reg) begin
+      if (wa_index_reg) entry_index_reg <= wd_reg;
       if (is_cmd) begin
         if (!cmd_known) entry_status_reg <= STATUS_BAD_COMMAND;
-        else if (!index_ok) entry_status_reg <= STATUS_BAD_INDEX;
-        else if (wr_data == CMD_COMMIT) entry_status_reg <= st_status_reg;
+        else if (!index_ok_reg) entry_status_reg <= STATUS_BAD_INDEX;
+        else if (wd_commit_reg) entry_status_reg <= st_status_reg;
         else entry_status_reg <= STATUS_OK;
       end
-      if (wr_addr >= REG_E_KEY && wr_addr <= REG_E_IP_TTL_DSCP) staged_reg[4'((wr_addr - REG_E_KEY) >> 2)] <= wr_data;
-      if (do_disable) ent_enabled[cmd_entry] <= 1'b0;
-      if (do_commit) begin
-        ent_enabled[cmd_entry] <= n_en;
-        ent_root[cmd_entry] <= n_root;
-        ent_job[cmd_entry] <= n_job;
-        ent_tree[cmd_entry] <= n_tree;
-        ent_fan_in[cmd_entry] <= n_fan_in;
-        ent_mask[cmd_entry] <= n_mask;
-        ent_base[cmd_entry] <= n_base;
-        ent_count[cmd_entry] <= n_cnt;
-        ent_out_child[cmd_entry] <= staged_reg[7][15:0];
-        ent_eth_dst[cmd_entry] <= {staged_reg[9][15:0], staged_reg[8]};
-        ent_eth_src[cmd_entry] <= {staged_reg[11][15:0], staged_reg[10]};
-        ent_ip_src[cmd_entry] <= staged_reg[12];
-        ent_ip_dst[cmd_entry] <= staged_reg[13];
-        ent_udp_src[cmd_entry] <= staged_reg[14][15:0];
-        ent_udp_dst[cmd_entry] <= staged_reg[14][31:16];
-        ent_ttl[cmd_entry] <= staged_reg[15][7:0];
-        ent_dscp[cmd_entry] <= staged_reg[15][13:8];
+      for (int k = 0; k < NUM_STAGED; k++) begin
+        if (wa_staged_reg && wa_word_reg == 4'(k)) staged_flat_reg[32*k+:32] <= wd_reg;
+        if (do_load) staged_flat_reg[32*k+:32] <= load_reg[32*k+:32];
       end
-      if (do_load) begin
-        staged_reg[0] <= {8'd0, ent_tree[cmd_entry], ent_job[cmd_entry]};
-        staged_reg[1] <= {30'd0, ent_root[cmd_entry], ent_enabled[cmd_entry]};
-        staged_reg[2] <= {24'd0, ent_fan_in[cmd_entry]};
-        staged_reg[3] <= ent_mask[cmd_entry][31:0];
-        staged_reg[4] <= ent_mask[cmd_entry][63:32];
-        staged_reg[5] <= ent_base[cmd_entry];
-        staged_reg[6] <= ent_count[cmd_entry];
-        staged_reg[7] <= {16'd0, ent_out_child[cmd_entry]};
-        staged_reg[8] <= ent_eth_dst[cmd_entry][31:0];
-        staged_reg[9] <= {16'd0, ent_eth_dst[cmd_entry][47:32]};
-        staged_reg[10] <= ent_eth_src[cmd_entry][31:0];
-        staged_reg[11] <= {16'd0, ent_eth_src[cmd_entry][47:32]};
-        staged_reg[12] <= ent_ip_src[cmd_entry];
-        staged_reg[13] <= ent_ip_dst[cmd_entry];
-        staged_reg[14] <= {ent_udp_dst[cmd_entry], ent_udp_src[cmd_entry]};
-        staged_reg[15] <= {18'd0, ent_dscp[cmd_entry], ent_ttl[cmd_entry]};
+      for (int e = 0; e < NUM_ENTRIES; e++) begin
+        if (do_disable && cmd_onehot_reg[e]) ent_enabled[e] <= 1'b0;
+        if (do_commit && cmd_onehot_reg[e]) begin
+          ent_enabled[e] <= n_en;
+          ent_root[e] <= n_root;
+          ent_job[e] <= n_job;
+          ent_tree[e] <= n_tree;
+          ent_fan_in[e] <= n_fan_in;
+          ent_mask[e] <= n_mask;
+          ent_base[e] <= n_base;
+          ent_count[e] <= n_cnt;
+          ent_end[e] <= n_end_reg;
+          ent_out_child[e] <= staged_reg[7][15:0];
+          ent_eth_dst[e] <= {staged_reg[9][15:0], staged_reg[8]};
+          ent_eth_src[e] <= {staged_reg[11][15:0], staged_reg[10]};
+          ent_ip_src[e] <= staged_reg[12];
+          ent_ip_dst[e] <= staged_reg[13];
+          ent_udp_src[e] <= staged_reg[14][15:0];
+          ent_udp_dst[e] <= staged_reg[14][31:16];
+          ent_ttl[e] <= staged_reg[15][7:0];
+          ent_dscp[e] <= staged_reg[15][13:8];
+        end
       end
     end
   end
@@ -309,7 +497,7 @@ module panama_table #(
     rd_data = 32'd0;
     if (rd_addr == REG_ENTRY_INDEX) rd_data = entry_index_reg;
     else if (rd_addr == REG_ENTRY_STATUS) rd_data = entry_status_reg;
-    else if (rd_addr >= REG_E_KEY && rd_addr <= REG_E_IP_TTL_DSCP) rd_data = staged_reg[4'((rd_addr - REG_E_KEY) >> 2)];
+    else if (rd_addr[13:6] == REG_E_KEY[13:6]) rd_data = staged_reg[rd_addr[5:2]];
     else rd_hit = 1'b0;
   end
 endmodule
