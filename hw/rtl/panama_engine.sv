@@ -169,13 +169,27 @@ module panama_engine #(
   logic       clear_busy;  // slot-metadata clear engine running
 
   logic       admitted_reg;  // a descriptor entered in the previous clock
-  assign desc_ready = desc_valid && !admitted_reg && !write_pending && table_ready && !clear_busy &&
-      16'(ctrl_inflight_reg) + 16'(act_count) < 16'(ACT_FIFO_DEPTH);
+  // Action-FIFO credits: ACT_FIFO_DEPTH minus the descriptors admitted
+  // whose action has not yet left the FIFO (in the control pipeline or in
+  // the FIFO), kept as a register together with its "not zero" flag, so the
+  // admission decision reads one flag instead of adding the FIFO's count.
+  localparam int CREDIT_BITS = $clog2(ACT_FIFO_DEPTH) + 2;
+  logic [CREDIT_BITS-1:0] credits_reg, credits_next;
+  logic                   credit_ok_reg;
+  assign desc_ready = desc_valid && !admitted_reg && !write_pending && table_ready && !clear_busy && credit_ok_reg;
+  assign credits_next = credits_reg - CREDIT_BITS'(desc_ready) + CREDIT_BITS'(act_valid && act_ready);
 
   always_ff @(posedge clk) begin
     admitted_reg <= !rst && desc_ready;
-    if (rst) ctrl_inflight_reg <= 8'd0;
-    else ctrl_inflight_reg <= ctrl_inflight_reg + {7'd0, desc_ready} - {7'd0, act_push};
+    if (rst) begin
+      ctrl_inflight_reg <= 8'd0;
+      credits_reg <= CREDIT_BITS'(ACT_FIFO_DEPTH);
+      credit_ok_reg <= 1'b1;
+    end else begin
+      ctrl_inflight_reg <= ctrl_inflight_reg + {7'd0, desc_ready} - {7'd0, act_push};
+      credits_reg <= credits_next;
+      credit_ok_reg <= credits_next != '0;
+    end
   end
 
   logic          cfg_enabled;
