@@ -73,15 +73,7 @@ json partial_report(const WorkerSlot& s, bool interrupted) {
 
 int run_cluster_in_process(const ClusterOptions& opt) {
   PlannedRun run;
-  try {
-    run = plan_run(opt);
-  } catch (const SetupError& e) {
-    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
-    return 1;
-  }
+  if (const int rc = plan_run_or_report(opt, run, "panama-cluster"); rc != 0) return rc;
   const controller::Deployment& dep = run.dep;
   const double size_bytes = static_cast<double>(opt.elems) * 4.0;
   std::fprintf(stderr,

@@ -438,6 +438,19 @@ std::string self_exe() {
   return buf;
 }
 
+int plan_run_or_report(const ClusterOptions& opt, PlannedRun& run, const char* tool) {
+  try {
+    run = plan_run(opt);
+    return 0;
+  } catch (const SetupError& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return 1;
+  }
+}
+
 // ---------------------------------------------------------------- 6. report
 
 json summary_header(const ClusterOptions& opt, bool in_process) {

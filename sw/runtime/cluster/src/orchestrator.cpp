@@ -332,15 +332,7 @@ int summarise(const ClusterOptions& opt, const PlannedRun& run, NodeSet& nodes,
 int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
   // 1. plan
   PlannedRun run;
-  try {
-    run = plan_run(opt);
-  } catch (const SetupError& e) {
-    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "panama-cluster: %s\n", e.what());
-    return 1;
-  }
+  if (const int rc = plan_run_or_report(opt, run, "panama-cluster"); rc != 0) return rc;
   const controller::Deployment& dep = run.dep;
   const std::string& run_dir = run.run_dir;
   if (!opt.fail_switch.empty() &&

@@ -90,15 +90,7 @@ int main(int argc, char** argv) {
 
   // 1. plan
   PlannedRun run;
-  try {
-    run = plan_run(opt);
-  } catch (const SetupError& e) {
-    std::fprintf(stderr, "panama-torchrun: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "panama-torchrun: %s\n", e.what());
-    return 1;
-  }
+  if (const int rc = plan_run_or_report(opt, run, "panama-torchrun"); rc != 0) return rc;
   if (master_port == 0) master_port = free_tcp_port();
   std::fprintf(stderr,
                "panama-torchrun: %zu rank(s), %s topology, %zu PSwitch(es), %u tree(s), links %.3g Gbit/s, "

@@ -39,6 +39,11 @@ struct PlannedRun {
 // std::runtime_error when the run directory cannot be created.
 PlannedRun plan_run(const ClusterOptions& opt);
 
+// plan_run into `run`, with a failure said on stderr after "<tool>: ":
+// returns 0, or the exit status (2 for a setup error such as a bad option,
+// 1 for anything else).
+int plan_run_or_report(const ClusterOptions& opt, PlannedRun& run, const char* tool);
+
 // ------------------------------------------------------ 2.-4., 6. processes
 
 // A child process of the run: a PSwitch, a worker, or a user command.
