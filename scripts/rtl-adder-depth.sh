@@ -44,7 +44,7 @@ endmodule
 SV
 "$YOSYS" -q -l "$OUT/yosys.log" -p "
   read_verilog -sv hw/rtl/panama_fp32_add.sv $OUT/loop.sv
-  synth_xilinx -family xcup -flatten -noiopad -top adder_loop
+  synth_xilinx -family xcup -flatten -noiopad -nowidelut -top adder_loop
   write_json $OUT/netlist.json
 " >/dev/null
 rc=0

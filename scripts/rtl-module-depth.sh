@@ -33,11 +33,11 @@ mapfile -t SRC < <(/usr/bin/python3 scripts/rtl-yosys-sources.py "$OUT/src")
 grep -qw "module $MODULE" "${SRC[@]}" || { echo "rtl-module-depth: no module '$MODULE' in hw/rtl/sources.txt" >&2; exit 2; }
 CH=""
 [[ -n "$CHPARAM" ]] && CH="chparam$CHPARAM $MODULE"
-echo "rtl-module-depth: $MODULE$CHPARAM, synth_xilinx -family xcup -uram -flatten -noiopad" >&2
+echo "rtl-module-depth: $MODULE$CHPARAM, synth_xilinx -family xcup -uram -flatten -noiopad -nowidelut" >&2
 if ! "$YOSYS" -q -l "$OUT/yosys.log" -p "
   read_verilog -sv ${SRC[*]}
   $CH
-  synth_xilinx -family xcup -uram -flatten -noiopad -top $MODULE
+  synth_xilinx -family xcup -uram -flatten -noiopad -nowidelut -top $MODULE
   tee -q -o $OUT/stat.txt stat
   write_json $OUT/netlist.json
 " >/dev/null 2>&1; then

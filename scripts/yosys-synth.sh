@@ -9,6 +9,9 @@
 #
 # Usage: scripts/yosys-synth.sh [NUM_ENTRIES NUM_SLOTS SLOT_WORDS]  (default 8 16 16)
 # Env: YOSYS (default yosys), PANAMA_YOSYS_CACHE (default build/yosys),
+#      SLOT_READ_LATENCY=n: the engine's slot-memory read latency (default: the
+#      engine's own default, 1; the Alveo kernels use 3, UltraRAM with output
+#      registers); cached apart (-rl<n>),
 #      NOSHARE=1: run synth_xilinx in two segments around its "coarse" step
 #      and leave out `share` (SAT-based resource sharing, which does not finish
 #      on the default configuration); the result is cached apart (-noshare).
@@ -22,9 +25,15 @@ command -v "$YOSYS" >/dev/null || { echo "yosys-synth: yosys not found (scripts/
 for v in "$ENTRIES" "$SLOTS" "$WORDS"; do
   [[ "$v" =~ ^[0-9]+$ ]] || { echo "yosys-synth: parameters must be integers, got '$v'" >&2; exit 2; }
 done
-FLAGS="-family xcup -uram -flatten -noiopad"
+FLAGS="-family xcup -uram -flatten -noiopad -nowidelut"
 FLOW="synth_xilinx $FLAGS -top panama_engine"
 SUFFIX=""
+CHPARAM_RL=""
+if [[ -n "${SLOT_READ_LATENCY:-}" ]]; then
+  [[ "$SLOT_READ_LATENCY" =~ ^[1-9][0-9]*$ ]] || { echo "yosys-synth: SLOT_READ_LATENCY must be a positive integer, got '$SLOT_READ_LATENCY'" >&2; exit 2; }
+  CHPARAM_RL=" -set SLOT_READ_LATENCY $SLOT_READ_LATENCY"
+  SUFFIX="-rl$SLOT_READ_LATENCY"
+fi
 if [[ "${NOSHARE:-0}" != 0 ]]; then
   # synth_xilinx's coarse step without `share` (same commands otherwise).
   FLOW="synth_xilinx $FLAGS -top panama_engine -run begin:coarse
@@ -34,7 +43,7 @@ if [[ "${NOSHARE:-0}" != 0 ]]; then
   memory -nomap
   opt_clean
   synth_xilinx $FLAGS -top panama_engine -run map_memory:"
-  SUFFIX="-noshare"
+  SUFFIX="$SUFFIX-noshare"
 fi
 hash=$( (cat hw/rtl/sources.txt; sed 's/^/hw\/rtl\//' hw/rtl/sources.txt | grep -v '^hw/rtl/#' | xargs cat; \
          cat scripts/rtl-yosys-sources.py; echo "$FLAGS") | sha256sum | cut -c1-12)
@@ -52,7 +61,7 @@ echo "yosys-synth: panama_engine NUM_ENTRIES=$ENTRIES NUM_SLOTS=$SLOTS SLOT_WORD
 start=$(date +%s)
 if ! "$YOSYS" -q -l "$OUT/yosys.log.part" -p "
   read_verilog -sv ${SRC[*]}
-  chparam -set NUM_ENTRIES $ENTRIES -set NUM_SLOTS $SLOTS -set SLOT_WORDS $WORDS panama_engine
+  chparam -set NUM_ENTRIES $ENTRIES -set NUM_SLOTS $SLOTS -set SLOT_WORDS $WORDS$CHPARAM_RL panama_engine
   $FLOW
   tee -q -o $OUT/stat.txt.part stat
   write_json $OUT/netlist.json.part

@@ -167,12 +167,16 @@ module panama_engine #(
   logic       write_pending;
   logic       c1_busy;
   logic       clear_busy;  // slot-metadata clear engine running
+  logic       table_ready;  // the table's commit checks have settled
+  logic       act_valid, act_ready;  // action FIFO head
 
   logic       admitted_reg;  // a descriptor entered in the previous clock
   // Action-FIFO credits: ACT_FIFO_DEPTH minus the descriptors admitted
   // whose action has not yet left the FIFO (in the control pipeline or in
   // the FIFO), kept as a register together with its "not zero" flag, so the
-  // admission decision reads one flag instead of adding the FIFO's count.
+  // admission decision reads one flag instead of adding the FIFO's count;
+  // the flag's next value is chosen from registered compares, not from the
+  // sum.
   localparam int CREDIT_BITS = $clog2(ACT_FIFO_DEPTH) + 2;
   logic [CREDIT_BITS-1:0] credits_reg, credits_next;
   logic                   credit_ok_reg;
@@ -188,7 +192,11 @@ module panama_engine #(
     end else begin
       ctrl_inflight_reg <= ctrl_inflight_reg + {7'd0, desc_ready} - {7'd0, act_push};
       credits_reg <= credits_next;
-      credit_ok_reg <= credits_next != '0;
+      // credits_next != 0 without waiting for the sum: a pop gives one back
+      // (never zero then); an admission without a pop leaves credits - 1,
+      // not zero when credits >= 2; neither or both keep the flag (an
+      // admission implies credits != 0).
+      credit_ok_reg <= (act_valid && act_ready) || (desc_ready ? credits_reg >= CREDIT_BITS'(2) : credit_ok_reg);
     end
   end
 
@@ -222,7 +230,6 @@ module panama_engine #(
   logic                  commit_valid;
   logic [ENTRY_BITS-1:0] commit_entry;
   logic [31:0]           commit_base, commit_end;
-  logic                  table_ready;
   logic                  lookup_hit;
   logic [ENTRY_BITS-1:0] lookup_entry;
   logic [ENTRY_BITS-1:0] d_entry;
@@ -356,7 +363,7 @@ module panama_engine #(
 
   // ---- A0 .. A4, out: header and action, into the action FIFO
   action_t act_in, act_out;
-  logic    act_valid, act_ready, act_s_ready;
+  logic    act_s_ready;
 
   panama_action_builder action_builder (
       .clk(clk),

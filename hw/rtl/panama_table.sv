@@ -359,14 +359,22 @@ module panama_table #(
   always_ff @(posedge clk) st_status_reg <= st_status;
 
   // Clocks until st_status_reg reflects the current state.
+  // ready_reg is settle_reg == 0, kept as a register of its own (the
+  // engine's admission and credit logic read it).
   logic [2:0] settle_reg;
+  logic       ready_reg;
   always_ff @(posedge clk) begin
     // A write lands the clock after its pulse (wv_reg) and reads
     // st_status_reg the clock after that: CHECK_CLOCKS after the pulse.
-    if (rst || clear_all || wr_valid) settle_reg <= 3'(CHECK_CLOCKS);
-    else if (settle_reg != 3'd0) settle_reg <= settle_reg - 3'd1;
+    if (rst || clear_all || wr_valid) begin
+      settle_reg <= 3'(CHECK_CLOCKS);
+      ready_reg <= 1'b0;
+    end else begin
+      if (settle_reg != 3'd0) settle_reg <= settle_reg - 3'd1;
+      ready_reg <= settle_reg <= 3'd1;
+    end
   end
-  assign ready = settle_reg == 3'd0;
+  assign ready = ready_reg;
 
   // Register writes and CONTROL.RESET are registered on entry (they come
   // from the AXI4-Lite decode) and act one clock later; `ready` went low on
