@@ -52,7 +52,11 @@ module panama_fp32_add (
   endfunction
 
   // ------------------------------------------------------------ S1
-  logic        gt1, ea_z1, eb_z1, ea_ff1, eb_ff1, fa_nz1, fb_nz1;
+  // Kept nets: Yosys/ABC would otherwise merge the operand forward mux in
+  // front of the adder (panama_datapath) into deeper shared logic.
+  (* keep *) logic [31:0] a1;
+  (* keep *) logic        gt1;
+  logic        ea_z1, ea_z1, eb_z1, ea_ff1, eb_ff1, fa_nz1, fb_nz1;
   logic [7:0]  ea1, eb1, d_ab1, d_ab1m, d_ba1, d_ba1m;
   logic        eq1, a_p1, b_p1, ea_1, eb_1, ea_2, eb_2, d0_1, d1_1;
   logic [31:0] x1, y1;
@@ -77,15 +81,17 @@ module panama_fp32_add (
     end
   endfunction
 
+  assign a1 = a;
+  assign gt1 = a1[30:0] >= b[30:0];
+
   always_comb begin
-    ea1 = a[30:23];
+    ea1 = a1[30:23];
     eb1 = b[30:23];
-    gt1 = a[30:0] >= b[30:0];
     ea_z1 = ea1 == 8'd0;
     eb_z1 = eb1 == 8'd0;
     ea_ff1 = ea1 == 8'hFF;
     eb_ff1 = eb1 == 8'hFF;
-    fa_nz1 = a[22:0] != 23'd0;
+    fa_nz1 = a1[22:0] != 23'd0;
     fb_nz1 = b[22:0] != 23'd0;
     // Subnormals use exponent 1 without the hidden bit, so the alignment
     // shift is max(ex,1) - max(ey,1): the raw difference, or one less when
@@ -105,8 +111,8 @@ module panama_fp32_add (
     d0_1 = eq1 || (ea_z1 && eb_1) || (eb_z1 && ea_1);
     d1_1 = (a_p1 && !eb_z1) || (b_p1 && !ea_z1) || (eb_z1 && ea_2) || (ea_z1 && eb_2);
 
-    x1 = gt1 ? a : b;
-    y1 = gt1 ? b : a;
+    x1 = gt1 ? a1 : b;
+    y1 = gt1 ? b : a1;
     ex1 = (gt1 ? ea_z1 : eb_z1) ? 8'd1 : x1[30:23];
     adj1 = gt1 ? (eb_z1 && !ea_z1) : (ea_z1 && !eb_z1);
     case ({gt1, adj1})
@@ -128,8 +134,8 @@ module panama_fp32_add (
     b_nan1 = eb_ff1 && fb_nz1;
     a_inf1 = ea_ff1 && !fa_nz1;
     b_inf1 = eb_ff1 && !fb_nz1;
-    if (a_nan1 || b_nan1 || (a_inf1 && b_inf1 && a[31] != b[31])) special_value1 = CANONICAL_NAN;
-    else special_value1 = a_inf1 ? a : b;
+    if (a_nan1 || b_nan1 || (a_inf1 && b_inf1 && a1[31] != b[31])) special_value1 = CANONICAL_NAN;
+    else special_value1 = a_inf1 ? a1 : b;
   end
 
   logic [26:0] s1_mx, s1_my, s1_n, s1_barrier;
@@ -149,8 +155,8 @@ module panama_fp32_add (
     s1_y_nz <= my1 != 27'd0;
     s1_ex <= ex1;
     s1_sign <= x1[31];
-    s1_sub <= a[31] ^ b[31];
-    s1_near_ok <= (a[31] ^ b[31]) && (d0_1 || d1_1);
+    s1_sub <= a1[31] ^ b[31];
+    s1_near_ok <= (a1[31] ^ b[31]) && (d0_1 || d1_1);
     s1_special <= ea_ff1 || eb_ff1;
     s1_special_value <= special_value1;
   end
