@@ -3,7 +3,8 @@
 # panama_fp32_add with the data pipeline's 4:1 operand forward mux (registered
 # select, sources: memory data, the lane's own sum, two registers) in front,
 # synthesised alone with Yosys (synth_xilinx -family xcup -flatten -noiopad,
-# seconds instead of the whole engine's tens of minutes). Prints the deepest
+# seconds instead of the whole engine's tens of minutes; the adder's
+# keep_hierarchy parts are mapped one by one, then flattened). Prints the deepest
 # register-to-register paths (scripts/rtl_logic_depth.py, same counting as
 # scripts/rtl-logic-depth.sh) and the deepest path into each adder stage's
 # registers (S1, S2 registers s1_*, s2_*, S3 the output `s`).
@@ -45,6 +46,8 @@ SV
 "$YOSYS" -q -l "$OUT/yosys.log" -p "
   read_verilog -sv hw/rtl/panama_fp32_add.sv $OUT/loop.sv
   synth_xilinx -family xcup -flatten -noiopad -nowidelut -top adder_loop
+  setattr -mod -unset keep_hierarchy
+  flatten
   write_json $OUT/netlist.json
 " >/dev/null
 rc=0
