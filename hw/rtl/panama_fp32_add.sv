@@ -47,6 +47,8 @@
 // module's own depth. scripts/rtl-adder-depth.sh flattens after synthesis
 // and counts levels on the flat netlist.
 `default_nettype none
+// The parts are declared in this file with the adder they belong to.
+/* verilator lint_off DECLFILENAME */
 
 // S1: magnitude compare |a| >= |b| and exponent differences (carry chains).
 (* keep_hierarchy *)
@@ -403,6 +405,8 @@ module panama_fp32_add_out3 (
 );
   assign result = force_it ? force_value : {sign, near ? nmag : mag};
 endmodule
+
+/* verilator lint_on DECLFILENAME */
 
 module panama_fp32_add (
     input  wire logic        clk,
