@@ -3,10 +3,11 @@
 # panama_fp32_add with the data pipeline's 4:1 operand forward mux (registered
 # select, sources: memory data, the lane's own sum, two registers) in front,
 # synthesised alone with Yosys (synth_xilinx -family xcup -flatten -noiopad,
-# seconds instead of the whole engine's tens of minutes). Prints the deepest
+# seconds instead of the whole engine's tens of minutes; the adder's
+# keep_hierarchy parts are mapped one by one, then flattened). Prints the deepest
 # register-to-register paths (scripts/rtl_logic_depth.py, same counting as
 # scripts/rtl-logic-depth.sh) and the deepest path into each adder stage's
-# registers (S1 .. S6 registers s1_* .. s6_*, S7 the output `s`).
+# registers (S1, S2 registers s1_*, s2_*, S3 the output `s`).
 # Exit status 1 when a path is deeper than LIMIT levels.
 #
 # Usage: scripts/rtl-adder-depth.sh     Env: LIMIT (default 6), YOSYS (default yosys).
@@ -45,6 +46,8 @@ SV
 "$YOSYS" -q -l "$OUT/yosys.log" -p "
   read_verilog -sv hw/rtl/panama_fp32_add.sv $OUT/loop.sv
   synth_xilinx -family xcup -flatten -noiopad -nowidelut -top adder_loop
+  setattr -mod -unset keep_hierarchy
+  flatten
   write_json $OUT/netlist.json
 " >/dev/null
 rc=0
@@ -55,7 +58,7 @@ best = {}
 for line in sys.stdin:
     m = re.match(r"\s+(\d+)\s+\S+: \S+ -> .*\(register (?:u\.)?(s\d|s)[_\[]", line)
     if m:
-        stage = "S7 (sum)" if m.group(2) == "s" else "S" + m.group(2)[1:]
+        stage = "S3 (sum)" if m.group(2) == "s" else "S" + m.group(2)[1:]
         best[stage] = max(best.get(stage, 0), int(m.group(1)))
 print("deepest path into each stage: " + ", ".join("%s %d" % kv for kv in sorted(best.items())))
 '

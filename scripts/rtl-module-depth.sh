@@ -38,6 +38,8 @@ if ! "$YOSYS" -q -l "$OUT/yosys.log" -p "
   read_verilog -sv ${SRC[*]}
   $CH
   synth_xilinx -family xcup -uram -flatten -noiopad -nowidelut -top $MODULE
+  setattr -mod -unset keep_hierarchy
+  flatten
   tee -q -o $OUT/stat.txt stat
   write_json $OUT/netlist.json
 " >/dev/null 2>&1; then

@@ -2,7 +2,9 @@
 # Synthesises the RTL engine with Yosys for UltraScale+ (synth_xilinx -family
 # xcup -uram -flatten -noiopad) in one configuration and keeps the result in
 # a cache: build/yosys/<entries>-<slots>-<words>-<hash of the sources>/
-#   netlist.json  the flattened netlist (input of scripts/rtl_logic_depth.py)
+#   netlist.json  the flattened netlist (input of scripts/rtl_logic_depth.py;
+#                 keep_hierarchy modules, mapped one by one, flattened after
+#                 synthesis)
 #   stat.txt      cell counts        yosys.log  the full log
 # An existing result for the same sources and configuration is reused, so the
 # estimate and the depth report share one run. Prints the cache folder.
@@ -63,6 +65,8 @@ if ! "$YOSYS" -q -l "$OUT/yosys.log.part" -p "
   read_verilog -sv ${SRC[*]}
   chparam -set NUM_ENTRIES $ENTRIES -set NUM_SLOTS $SLOTS -set SLOT_WORDS $WORDS$CHPARAM_RL panama_engine
   $FLOW
+  setattr -mod -unset keep_hierarchy
+  flatten
   tee -q -o $OUT/stat.txt.part stat
   write_json $OUT/netlist.json.part
 " >/dev/null 2>&1; then

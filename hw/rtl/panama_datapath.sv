@@ -9,7 +9,7 @@
 //          -> PA+ADD_LAT    = PR: sum; slot-memory write; output FIFO
 //
 // The read-add-write loop of a slot word is ADD_LAT = D clocks long (the
-// adder's pipeline, panama_fp32_add: 7). Read-after-write: the beat in PR
+// adder's pipeline, panama_fp32_add: 3). Read-after-write: the beat in PR
 // writes at the end of the clock and those in PR+1 .. PR+RD_LAT wrote after
 // the read of the beat in PA was launched, so PA takes its operand from the
 // newest of them with the same address (decided a clock ahead, registered:
@@ -60,7 +60,7 @@ module panama_datapath #(
   import panama_engine_pkg::*;
 
   // Adder pipeline depth = length of the read-add-write loop (D).
-  localparam int ADD_LAT = 7;
+  localparam int ADD_LAT = 3;
   localparam int PA = 1 + RD_LAT;      // operand stage
   localparam int PR = PA + ADD_LAT;    // result stage
   localparam int NST = PR + RD_LAT;    // last stage a result is forwarded from
