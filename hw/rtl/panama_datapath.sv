@@ -171,7 +171,10 @@ module panama_datapath #(
   logic                  p_we[1:NST];     // writes the slot memory when in PR
   logic [511:0]          mem_rd[0:RD_LAT-1];
   logic [511:0]          fwd_a, sum;
-  logic [1:0]            fwd_reg;         // PA's operand: 0 memory, 1 sum, 2 bypass, 3 old_res_reg
+  // PA's operand: 0 memory, 1 sum, 2 bypass, 3 old_res_reg. Kept binary (no
+  // FSM recoding to one-hot): the 4:1 operand mux is then one LUT6 per bit.
+  (* fsm_encoding = "none" *)
+  logic [1:0]            fwd_reg;
   logic [511:0]          old_res_reg;     // a result written after PA's read was launched
 
   logic [511:0] dmem[DATA_WORDS];
