@@ -239,6 +239,19 @@ TEST_CASE("engine capacities come from the cluster description, per PSwitch or f
   CHECK_THROWS_WITH(run(all, one_job(4, 1)), Contains("cluster.table_entries: 300 is outside [1, 256]"));
 }
 
+TEST_CASE("the engine queue's CE threshold comes from the cluster description") {
+  json c = two_tier_cluster(4, 2, 1, 10.0);
+  Deployment d = run(c, one_job(4, 1));
+  CHECK(sw(d, "leaf0").settings.engine_ecn_k_bytes == 262144);  // the default, 256 KiB
+  c["engine_ecn_k_bytes"] = 1048576;
+  d = run(c, one_job(4, 1));
+  for (const char* s : {"leaf0", "leaf1", "spine0"}) CHECK(sw(d, s).settings.engine_ecn_k_bytes == 1048576);
+  c["engine_ecn_k_bytes"] = 0;  // marking off
+  CHECK(sw(run(c, one_job(4, 1)), "spine0").settings.engine_ecn_k_bytes == 0);
+  c["engine_ecn_k_bytes"] = "1M";
+  CHECK_THROWS_WITH(run(c, one_job(4, 1)), Contains("cluster.engine_ecn_k_bytes"));
+}
+
 TEST_CASE("backup trees: each tree has a standby on another spine, in the engines and the plans") {
   json jobs = one_job(4, 2);
   jobs["jobs"][0]["backup_trees"] = true;

@@ -104,6 +104,7 @@ PlannedRun plan_run(const ClusterOptions& opt) {
     throw SetupError("--topology must be single or two-tier");
   }
   cluster_desc["packet_memory"] = opt.packet_memory;
+  cluster_desc["engine_ecn_k_bytes"] = opt.engine_ecn_k_bytes;
   cluster_desc["port_defaults"] = {{"queue_bytes", opt.queue_bytes},
                                    {"ecn_k_bytes", opt.ecn_k_bytes},
                                    {"loss", opt.loss},

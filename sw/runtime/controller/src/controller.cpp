@@ -120,9 +120,10 @@ ClusterDesc parse_cluster(const json& j) {
   if (!j.is_object()) fail("cluster: must be a JSON object");
   reject_unknown(j, w,
                  {"name", "hosts", "pswitches", "links", "port_defaults", "run_dir", "packet_memory",
-                  "table_entries", "slot_elems"});
+                  "table_entries", "slot_elems", "engine_ecn_k_bytes"});
   ClusterDesc c;
   c.run_dir = get<std::string>(j, "run_dir", c.run_dir, w);
+  c.engine_ecn_k_bytes = get_uint(j, "engine_ecn_k_bytes", c.engine_ecn_k_bytes, 0, uint64_t{1} << 40, w);
   const EngineCapacity default_engine = read_capacity(j, w, EngineCapacity{});
   for (const char* key : {"hosts", "pswitches", "links"}) {
     if (!j.contains(key) || !j[key].is_array() || j[key].empty()) {
@@ -643,6 +644,7 @@ class Planner {
       pswitch::PswitchSettings& ps = out.settings;
       ps.name = sd.name;
       ps.seed = c.port_defaults.seed * 1000003u + s;
+      ps.engine_ecn_k_bytes = c.engine_ecn_k_bytes;
       for (size_t p = 0; p < sw_ports[s].size(); ++p) {
         const std::string& n = sw_ports[s][p];
         const Node& o = nodes.at(n);

@@ -32,6 +32,7 @@ struct ClusterOptions {
   uint32_t iterations = 3;
   double link_gbps = 10.0;
   uint64_t ecn_k_bytes = 256u << 10;
+  uint64_t engine_ecn_k_bytes = 256u << 10;  // every PSwitch's engine queue
   uint64_t queue_bytes = 4u << 20;
   uint32_t packet_memory = 512;  // slots per PSwitch
   double loss = 0, dup = 0, reorder = 0;

@@ -65,6 +65,9 @@ struct ClusterDesc {
   std::vector<SwitchDesc> switches;
   std::vector<LinkDesc> links;
   PortDefaults port_defaults;
+  // CE threshold K of every PSwitch's engine queue (the frames waiting for
+  // the engine; the "pswitch" section's engine_ecn_k_bytes), 0 = off.
+  uint64_t engine_ecn_k_bytes = 256u << 10;
   // Where memif sockets of the virtual links live (used to write vdev specs).
   std::string run_dir = "/tmp/panama-cluster";
 };
