@@ -34,9 +34,10 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
       ->capture_default_str();
   app.add_option("--ecn-k", opt.ecn_k_bytes, "ECN marking threshold K in bytes of queue (0: off)")
       ->capture_default_str();
-  app.add_option("--engine-ecn-k", opt.engine_ecn_k_bytes,
-                 "ECN marking threshold K of every PSwitch's engine queue (frames waiting for the engine), bytes "
-                 "(0: off)")
+  app.add_option(
+         "--engine-ecn-k", opt.engine_ecn_k_bytes,
+         "ECN marking threshold K of every PSwitch's engine queue (frames waiting for the engine), bytes "
+         "(0: off)")
       ->capture_default_str();
   app.add_option("--queue", opt.queue_bytes, "output queue capacity in bytes per port")
       ->check(CLI::Range(uint64_t{9216}, uint64_t{1} << 34))
