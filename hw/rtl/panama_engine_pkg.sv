@@ -92,5 +92,16 @@ package panama_engine_pkg;
     logic [31:0]  base;
     logic [511:0] hdr;        // emitted first beat
   } action_t;
+  // Population count of each 16-bit quarter of a 64-bit vector (tkeep, a
+  // child mask): quarter q's count in bits [5q +: 5]. One clock of logic in
+  // the stages that use it; the quarters are added in the next.
+  function automatic logic [19:0] quarter_ones(input logic [63:0] v);
+    logic [4:0] n;
+    for (int q = 0; q < 4; q++) begin
+      n = 5'd0;
+      for (int i = 0; i < 16; i++) n = n + {4'd0, v[16*q+i]};
+      quarter_ones[5*q+:5] = n;
+    end
+  endfunction
 endpackage
 `default_nettype wire

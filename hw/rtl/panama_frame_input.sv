@@ -77,6 +77,7 @@ module panama_frame_input #(
   logic [$clog2(IN_FIFO_DEPTH)+1:0]   beat_count;
   logic [$clog2(DESC_FIFO_DEPTH)+1:0] desc_count;
   logic [4:0]                         ones16[4];
+  logic [19:0]                        ones_all;
 
   // tready is registered. Beats and descriptors are counted from their
   // acceptance to their pop (the pops registered: a clock late, on the safe
@@ -118,10 +119,8 @@ module panama_frame_input #(
 
   // ---- R: the beat and the population count of each 16 bits of tkeep
   always_comb begin
-    for (int q = 0; q < 4; q++) begin
-      ones16[q] = 5'd0;
-      for (int i = 0; i < 16; i++) ones16[q] = ones16[q] + {4'd0, s_axis_tkeep[16*q+i]};
-    end
+    ones_all = panama_engine_pkg::quarter_ones(s_axis_tkeep);
+    for (int q = 0; q < 4; q++) ones16[q] = ones_all[5*q+:5];
   end
   always_ff @(posedge clk) begin
     r_valid_reg <= !rst && accept;

@@ -272,11 +272,10 @@ module panama_table #(
   logic [31:0]            n_end_reg;  // one past the staged range
   logic [NUM_ENTRIES-1:0] other_reg, same_key_reg;
   logic [4:0]             mask_ones16[4];
+  logic [19:0]            mask_ones_all;
   always_comb begin
-    for (int q = 0; q < 4; q++) begin
-      mask_ones16[q] = 5'd0;
-      for (int i = 0; i < 16; i++) mask_ones16[q] = mask_ones16[q] + {4'd0, n_mask[16*q+i]};
-    end
+    mask_ones_all = panama_engine_pkg::quarter_ones(n_mask);
+    for (int q = 0; q < 4; q++) mask_ones16[q] = mask_ones_all[5*q+:5];
   end
   always_ff @(posedge clk) begin
     for (int q = 0; q < 4; q++) mask_ones16_reg[q] <= mask_ones16[q];
