@@ -23,7 +23,7 @@
 namespace {
 
 constexpr uint32_t kLanes = 16;
-constexpr uint32_t kLatency = 3;  // clocks from operands to sum (panama_fp32_add)
+constexpr uint32_t kLatency = 2;  // clocks from operands to sum (panama_fp32_add)
 
 // The numeric contract: host binary32 addition, every NaN canonical.
 uint32_t host_add(uint32_t a, uint32_t b) {
