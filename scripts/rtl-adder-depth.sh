@@ -7,7 +7,8 @@
 # keep_hierarchy parts are mapped one by one, then flattened). Prints the deepest
 # register-to-register paths (scripts/rtl_logic_depth.py, same counting as
 # scripts/rtl-logic-depth.sh) and the deepest path into each adder stage's
-# registers (S1, S2 registers s1_*, s2_*, S3 the output `s`).
+# registers (S1 registers s1_*, S2 the output `s`; operand `a` arrives one LUT
+# level after the mux, so stage 1 has five levels left on the `a` side).
 # Exit status 1 when a path is deeper than LIMIT levels.
 #
 # Usage: scripts/rtl-adder-depth.sh     Env: LIMIT (default 6), YOSYS (default yosys).
@@ -58,7 +59,7 @@ best = {}
 for line in sys.stdin:
     m = re.match(r"\s+(\d+)\s+\S+: \S+ -> .*\(register (?:u\.)?(s\d|s)[_\[]", line)
     if m:
-        stage = "S3 (sum)" if m.group(2) == "s" else "S" + m.group(2)[1:]
+        stage = "S2 (sum)" if m.group(2) == "s" else "S" + m.group(2)[1:]
         best[stage] = max(best.get(stage, 0), int(m.group(1)))
 print("deepest path into each stage: " + ", ".join("%s %d" % kv for kv in sorted(best.items())))
 '

@@ -1,5 +1,9 @@
 // The RTL fp32 adder (hw/rtl/panama_fp32_add16.sv, Verilated) against the
-// host FPU: every pair of special-value classes, then random pairs.
+// host FPU: every pair of special-value classes, then random pairs (eight
+// classes: any bit patterns, nearby exponents, subnormal and tiny operands,
+// opposite signs of one magnitude, rounding ties, a subnormal against small
+// exponents, exponent gaps around the alignment limit, cancellation at
+// exponent difference 1; both operand orders).
 // PANAMA_FP32_PAIRS sets the number of random pairs (default 10^6; the long
 // mode runs 10^9), PANAMA_TEST_SEED the seed (printed).
 #include <cmath>
@@ -8,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -18,7 +23,7 @@
 namespace {
 
 constexpr uint32_t kLanes = 16;
-constexpr uint32_t kLatency = 3;  // clocks from operands to sum (panama_fp32_add)
+constexpr uint32_t kLatency = 2;  // clocks from operands to sum (panama_fp32_add)
 
 // The numeric contract: host binary32 addition, every NaN canonical.
 uint32_t host_add(uint32_t a, uint32_t b) {
@@ -155,9 +160,12 @@ TEST_CASE("RTL fp32 adder: random pairs against the host FPU", "[rtl][fp32]") {
     b.resize(n);
     for (size_t i = 0; i < n; ++i) {
       const uint64_t r = rng();
+      const uint64_t q = rng();  // more bits for the biased classes
       uint32_t x = static_cast<uint32_t>(r);
       uint32_t y = static_cast<uint32_t>(r >> 32);
-      switch ((done + i) % 4) {
+      const uint32_t qa = static_cast<uint32_t>(q);
+      const uint32_t qb = static_cast<uint32_t>(q >> 32);
+      switch ((done + i) % 8) {
         case 0:
           break;  // any bit patterns
         case 1:   // nearby exponents: cancellation and rounding carries
@@ -167,10 +175,38 @@ TEST_CASE("RTL fp32 adder: random pairs against the host FPU", "[rtl][fp32]") {
           x &= 0x80FFFFFFu;
           y &= 0x80FFFFFFu;
           break;
-        default:  // opposite signs, same magnitude region
+        case 3:  // opposite signs, same magnitude region
           y = ((x ^ 0x80000000u) & 0xFFFFFF00u) | (y & 0xFFu);
           break;
+        case 4: {  // rounding ties: a sparse fraction shifted by 0 to 31 positions
+          const uint32_t ex = 32u + qa % 200u;
+          const uint32_t ey = ex - (qa >> 8) % 32u;
+          x = (x & 0x807FFFFFu) | ex << 23;
+          y = (y & 0x80000000u) | ey << 23 | (y & (y >> 7) & (y >> 13) & qb & 0x7FFFFFu);
+          break;
+        }
+        case 5: {  // a subnormal operand against small exponents
+          x &= 0x807FFFFFu;
+          y = (y & 0x807FFFFFu) | (qa % 48u) << 23;
+          break;
+        }
+        case 6: {  // exponent gaps around the alignment limit
+          const uint32_t ex = 40u + qa % 200u;
+          const uint32_t ey = ex - 20u - (qa >> 8) % 21u;
+          x = (x & 0x807FFFFFu) | ex << 23;
+          y = (y & 0x807FFFFFu) | ey << 23;
+          break;
+        }
+        default: {  // massive cancellation at exponent difference 1: 1.0...x - 1.11...y / 2
+          const uint32_t ex = 1u + qa % 254u;
+          const uint32_t mask = (1u << ((qa >> 8) % 24u)) - 1u;
+          x = (x & 0x80000000u) | ex << 23 | (y & mask);
+          y = (x ^ 0x80000000u) & 0x80000000u;
+          y |= (ex - 1u) << 23 | (0x7FFFFFu ^ (qb & mask));
+          break;
+        }
       }
+      if ((done + i) % 8 != 0 && (q >> 63) != 0) std::swap(x, y);  // both operand orders
       a[i] = x;
       b[i] = y;
     }
