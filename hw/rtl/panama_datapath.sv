@@ -9,7 +9,7 @@
 //          -> PA+ADD_LAT    = PR: sum; slot-memory write; output FIFO
 //
 // The read-add-write loop of a slot word is ADD_LAT = D clocks long (the
-// adder's pipeline, panama_fp32_add: 3). Read-after-write: the beat in PR
+// adder's pipeline, panama_fp32_add: 2). Read-after-write: the beat in PR
 // writes at the end of the clock and those in PR+1 .. PR+RD_LAT wrote after
 // the read of the beat in PA was launched, so PA takes its operand from the
 // newest of them with the same address (decided a clock ahead, registered:
@@ -18,8 +18,10 @@
 // that contribution was issued: the issuer holds such a beat while a write
 // to the same word was issued fewer than D clocks earlier (the hazard flag is
 // itself computed a clock ahead). Frames to different slot banks, and frames
-// of at least D - 1 payload words, never wait; back-to-back minimum frames
-// (header + one word) to one slot bank issue 2 beats per D clocks.
+// of at least D - 1 payload words, never wait. With D = 2 no beat waits at
+// all: a frame is a header beat and at least one word, so contributions of
+// back-to-back frames to one word are 2 clocks apart (the hazard check is
+// empty and stays for deeper adders).
 //
 // The issuer only issues a beat the output FIFO will have room for, so
 // m_axis back-pressure stalls without loss.
@@ -60,7 +62,7 @@ module panama_datapath #(
   import panama_engine_pkg::*;
 
   // Adder pipeline depth = length of the read-add-write loop (D).
-  localparam int ADD_LAT = 3;
+  localparam int ADD_LAT = 2;
   localparam int PA = 1 + RD_LAT;      // operand stage
   localparam int PR = PA + ADD_LAT;    // result stage
   localparam int NST = PR + RD_LAT;    // last stage a result is forwarded from

@@ -12,14 +12,14 @@
 //                          background clear engine
 //   panama_action_builder  emitted header and the data pipeline's work
 //   panama_datapath        beat issuer (read-after-write hazard stall), slot
-//                          memory, fp32 adders (3-clock loop), output FIFO
+//                          memory, fp32 adders (2-clock loop), output FIFO
 //   panama_counters        statistics counters
 //   panama_axil_regs       AXI4-Lite register block
 //
 // 512-bit AXI4-Stream in and out (one packet per tlast, tkeep all ones except
-// on the last beat), AXI4-Lite control. One beat per clock in and out, except
-// that frames of fewer than 3 beats back to back into the same slot take one
-// frame per 3 clocks (the slot word's read-add-write loop; docs/rtl.md).
+// on the last beat), AXI4-Lite control. One beat per clock in and out for
+// every frame size, also back to back into one slot (the slot word's
+// read-add-write loop is 2 clocks and a frame at least 2 beats; docs/rtl.md).
 // s_axis_tuser[0]: the MAC marks the frame bad (bad FCS); the frame is
 // dropped whole and counted in DROP_MAC_ERROR (panama_frame_input).
 `default_nettype none

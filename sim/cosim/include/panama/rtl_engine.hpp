@@ -61,7 +61,7 @@ class RtlEngine {
   static constexpr uint32_t kSlotWords = PANAMA_RTL_SLOT_WORDS;
   // Clocks of the slot-word read-add-write loop (panama_datapath ADD_LAT):
   // two contributions to one word are issued at least this far apart.
-  static constexpr uint32_t kAddLoopClocks = 3;
+  static constexpr uint32_t kAddLoopClocks = 2;
   using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords>;
 
   // `vcd_path`: write a waveform (only when built with PANAMA_RTL_TRACE).
