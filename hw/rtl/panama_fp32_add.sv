@@ -702,30 +702,17 @@ module panama_fp32_add_shl (
     input  wire logic [5:0]  lz,
     output logic      [24:0] y
 );
-  logic [24:0] l1, l2;
-  always_comb begin
+  // One level: shift left by d * step (d = 0, 1, 2), zeros in.
+  function automatic logic [24:0] shl_digit(input logic [24:0] v, input logic [1:0] d, input int step);
     for (int i = 0; i < 25; i++) begin
-      case (lz[1:0])
-        2'd0: l1[i] = x[i];
-        2'd1: l1[i] = i >= 1 ? x[(i+24)%25] : 1'b0;
-        default: l1[i] = i >= 2 ? x[(i+23)%25] : 1'b0;
+      case (d)
+        2'd0: shl_digit[i] = v[i];
+        2'd1: shl_digit[i] = i >= step ? v[(i+25-step)%25] : 1'b0;
+        default: shl_digit[i] = i >= 2 * step ? v[(i+25-2*step)%25] : 1'b0;
       endcase
     end
-    for (int i = 0; i < 25; i++) begin
-      case (lz[3:2])
-        2'd0: l2[i] = l1[i];
-        2'd1: l2[i] = i >= 3 ? l1[(i+22)%25] : 1'b0;
-        default: l2[i] = i >= 6 ? l1[(i+19)%25] : 1'b0;
-      endcase
-    end
-    for (int i = 0; i < 25; i++) begin
-      case (lz[5:4])
-        2'd0: y[i] = l2[i];
-        2'd1: y[i] = i >= 9 ? l2[(i+16)%25] : 1'b0;
-        default: y[i] = i >= 18 ? l2[(i+7)%25] : 1'b0;
-      endcase
-    end
-  end
+  endfunction
+  assign y = shl_digit(shl_digit(shl_digit(x, lz[1:0], 1), lz[3:2], 3), lz[5:4], 9);
 endmodule
 
 // S2: near-path count in binary (one LUT level: six inputs per bit).
