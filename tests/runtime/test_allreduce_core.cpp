@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "panama/engine.hpp"
 #include "panama/runtime/allreduce_core.hpp"
+#include "panama/runtime/payload_copy.hpp"
 #include "panama/table_entry.hpp"
 #include "support/frames.hpp"
 
@@ -261,6 +263,7 @@ struct Scenario {
   int kill_tree = -1;      // with backups: this primary's PSwitch dies ...
   uint64_t kill_step = 0;  // ... at this step (no worker issues its last allreduce before)
   uint32_t failover_after = 6;
+  size_t streaming_copy_bytes = 0;  // AllreduceCore::set_streaming_copy_bytes of every worker
 };
 
 uint64_t g_replayed_kept = 0;  // summed over failover scenarios
@@ -280,6 +283,7 @@ void run_scenario(uint64_t seed, const Scenario& s) {
       c.workers.back()->set_write_observer([&c, r](OpId op, size_t chunk) { ++c.writes[r][{op, chunk}]; });
     }
   }
+  for (auto& w : c.workers) w->set_streaming_copy_bytes(s.streaming_copy_bytes);
   bool killed = s.kill_tree < 0;
   std::vector<std::vector<std::vector<float>>> bufs(s.world);
   std::vector<std::vector<OpId>> ids(s.world);
@@ -554,6 +558,32 @@ TEST_CASE("core: workers fed identical result streams compute identical cwnd seq
   CHECK(bufs[0][123] == 3.0f);
 }
 
+TEST_CASE("payload copy: streaming and plain copies equal memcpy at every alignment and length") {
+  // Source and destination offsets 0..63 and lengths around the 16-byte
+  // head, the 64-byte blocks and the 128-byte streaming minimum; bytes
+  // outside the destination range stay untouched.
+  std::vector<uint8_t> src(8192 + 128), dst(8192 + 256), want(dst.size());
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 37 + 11);
+  const size_t lengths[] = {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 191, 1000, 4096, 4097, 8191};
+  size_t wrong = 0, cases = 0;
+  for (bool streaming : {false, true}) {
+    for (size_t so = 0; so < 64; so += 3) {
+      for (size_t d_off = 0; d_off < 64; ++d_off) {
+        for (size_t len : lengths) {
+          std::fill(dst.begin(), dst.end(), uint8_t{0xEE});
+          want = dst;
+          std::memcpy(want.data() + 64 + d_off, src.data() + so, len);
+          copy_payload(dst.data() + 64 + d_off, src.data() + so, len, streaming);
+          wrong += dst != want;
+          ++cases;
+        }
+      }
+    }
+  }
+  CHECK(cases > 40000);
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("core: every chunk written exactly once and results exact under random event orders") {
   const uint64_t base_seed = seed_from_env();
   std::cout << "test_runtime_core: random event orders, seed " << base_seed
@@ -582,8 +612,10 @@ TEST_CASE("core: every chunk written exactly once and results exact under random
     s.faults.cap_change = p(0.3);
     s.faults.poison = p(0.5);
     s.faults.reorder_window = 1 + static_cast<uint32_t>(g() % 8);
+    // Some allreduces at or above the threshold (streaming payload copies), some below.
+    s.streaming_copy_bytes = g() % 3 == 0 ? 0 : 4 * (1 + g() % (s.elems * 150));
     INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q "
-                << s.q);
+                << s.q << " streaming from " << s.streaming_copy_bytes << " bytes");
     run_scenario(seed, s);
   }
 }

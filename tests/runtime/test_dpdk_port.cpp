@@ -1,7 +1,11 @@
 // DPDK transport on real virtual devices: a net_ring pair carries frames
 // byte for byte both ways; bad port names and EAL misuse give clear errors.
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <sys/mman.h>
 
+#include <unistd.h>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -114,6 +118,82 @@ TEST_CASE("dpdk: a port can be reopened after it was closed") {
   auto got = receive(f, 1);
   REQUIRE(got.size() == 1);
   CHECK(got[0][99] == 0xAB);
+}
+
+TEST_CASE(
+    "dpdk: a new port's mempool memory is resident before the first frame (no page faults in the data "
+    "path)") {
+  auto e = eal();
+  e->create_ring_pair("pt_g", "pt_h");
+  PortConfig pc{"net_ring_pt_g"};
+  pc.mbufs = 511;
+  DpdkPort g(e, pc);
+  const long page = sysconf(_SC_PAGESIZE);
+  REQUIRE(page > 0);
+  size_t pages = 0, resident = 0;
+  struct Acc {
+    long page;
+    size_t* pages;
+    size_t* resident;
+  } acc{page, &pages, &resident};
+  // The EAL's --no-huge memory is a memfd: mincore() says which of its pages
+  // exist. Without populating, only the pages holding mbuf headers would.
+  rte_mempool_mem_iter(
+      g.pool(),
+      [](rte_mempool*, void* arg, rte_mempool_memhdr* hdr, unsigned) {
+        auto* a = static_cast<Acc*>(arg);
+        const uintptr_t first = reinterpret_cast<uintptr_t>(hdr->addr) & ~uintptr_t(a->page - 1);
+        const uintptr_t end = reinterpret_cast<uintptr_t>(hdr->addr) + hdr->len;
+        const size_t n = (end - first + a->page - 1) / a->page;
+        std::vector<unsigned char> v(n);
+        REQUIRE(mincore(reinterpret_cast<void*>(first), end - first, v.data()) == 0);
+        *a->pages += n;
+        for (unsigned char c : v) *a->resident += c & 1;
+      },
+      &acc);
+  // 511 buffers of 9 KiB and more: well over a thousand pages.
+  CHECK(pages > 1000);
+  CHECK(resident == pages);
+}
+
+TEST_CASE("dpdk: EalThreadScope gives a thread an lcore id and hands its cached mbufs back at the end") {
+  auto e = eal();
+  e->create_ring_pair("pt_i", "pt_j");
+  PortConfig pc{"net_ring_pt_i"};
+  pc.mbufs = 1023;
+  DpdkPort port(e, pc);
+  rte_mempool* pool = port.pool();
+  REQUIRE(rte_mempool_avail_count(pool) == 1023);
+  unsigned lcore_inside = LCORE_ID_ANY, lcore_after = 0;
+  unsigned in_cache = 0;
+  bool cached = false;
+  std::thread t([&] {
+    lcore_after = rte_lcore_id();  // a plain thread has none
+    {
+      const EalThreadScope scope;
+      cached = scope.cached();
+      lcore_inside = rte_lcore_id();
+      // Allocate and free a batch: the frees land in this lcore's cache.
+      std::vector<rte_mbuf*> m(64);
+      REQUIRE(port.alloc_bulk(m.data(), 64));
+      DpdkPort::free_bulk(m.data(), 64);
+      const rte_mempool_cache* c = rte_mempool_default_cache(pool, rte_lcore_id());
+      in_cache = c ? c->len : 0;
+    }
+    // The scope ended: the id is released.
+    CHECK(rte_lcore_id() == LCORE_ID_ANY);
+  });
+  t.join();
+  CHECK(lcore_after == LCORE_ID_ANY);
+  CHECK(cached);
+  CHECK(lcore_inside != LCORE_ID_ANY);
+  CHECK(lcore_inside != rte_get_main_lcore());
+  CHECK(in_cache > 0);  // the cache was in use
+  // None left behind in the ended thread's cache (where no later thread
+  // without that id could reach them); every mbuf is free.
+  REQUIRE(lcore_inside < RTE_MAX_LCORE);
+  CHECK(rte_mempool_default_cache(pool, lcore_inside)->len == 0);
+  CHECK(rte_mempool_avail_count(pool) == 1023);
 }
 
 TEST_CASE("IdleBackoff: spins, then sleeps with a doubling bound, and spins again after work") {

@@ -101,7 +101,10 @@ struct CommState {
   std::vector<PortState*> uplinks;  // dual-homed: both ports (port == uplinks[0])
   std::unique_ptr<UplinkOut> uplink_out;
   std::string device;
-  CommState(std::shared_ptr<Shared> s, const Plan& p) : shared(std::move(s)), core(p) {}
+  CommState(std::shared_ptr<Shared> s, const Plan& p, size_t streaming_copy_bytes)
+      : shared(std::move(s)), core(p) {
+    core.set_streaming_copy_bytes(streaming_copy_bytes);
+  }
 };
 
 struct Shared {
@@ -233,6 +236,7 @@ std::unique_ptr<Runtime> Runtime::create(std::shared_ptr<DpdkEal> eal, RuntimeOp
   if (s->options.progress_thread) {
     s->thread = std::thread([raw = s.get()] {
       pthread_setname_np(pthread_self(), "panama-progress");  // as top -H and perf show it
+      const EalThreadScope lcore;                             // per-lcore mempool caches for this thread
       raw->run();
     });
   }
@@ -309,7 +313,7 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
                          ps->port->name());
     }
   }
-  auto cs = std::make_shared<CommState>(shared_, plan);
+  auto cs = std::make_shared<CommState>(shared_, plan, shared_->options.streaming_copy_bytes);
   cs->port = ps;
   cs->device = ps->port->name();
   if (uplinks.size() > 1) {

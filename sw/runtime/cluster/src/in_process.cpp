@@ -126,6 +126,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
       pswitch::SoftwarePswitch* p = sw.get();
       switch_threads.emplace_back([p, &stop_switches, &opt] {
         pthread_setname_np(pthread_self(), ("pswitch-" + p->name()).substr(0, 15).c_str());
+        const runtime::EalThreadScope lcore;  // per-lcore mempool caches for this thread
         p->run(stop_switches, opt.idle_sleep_us);
       });
     }

@@ -1,5 +1,6 @@
 // The allreduce state machine (see allreduce_core.hpp).
 #include "panama/runtime/allreduce_core.hpp"
+#include "panama/runtime/payload_copy.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,7 @@ struct AllreduceCore::Op {
   OpStatus status = OpStatus::kPending;
   bool released = false;   // forget it as soon as it finishes
   bool agreement = false;  // a failover agreement vector (internal, not in ops_)
+  bool streaming = false;  // payload copies with streaming stores (set_streaming_copy_bytes)
   std::string error;
 };
 
@@ -164,6 +166,7 @@ OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
   op->id = id;
   op->data = data;
   op->count = count;
+  op->streaming = streaming_copy_bytes_ != 0 && 4 * count >= streaming_copy_bytes_;
   const size_t e = plan_.elems_per_packet;
   op->chunks = (count + e - 1) / e;
   op->remaining = op->chunks;
@@ -266,7 +269,8 @@ bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retra
   t.hdr.type = static_cast<uint8_t>(retransmission ? wire::PacketType::kRetransmission
                                                    : wire::PacketType::kAggregateUp);
   wire::write_headers(p, t.hdr);
-  std::memcpy(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n});
+  copy_payload(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n},
+               o.op && o.op->streaming);
   out.end_frame(len);
   ++t.hdr.ip_id;
   ++t.st.packets_sent;
@@ -457,7 +461,7 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   t.last_result_ns = std::max<uint64_t>(now_ns, 1);
   if (o.op) {  // a replayed contribution's result is already in this worker's buffer
     if (t.backup >= 0) keep_contribution(t, seq, o.op->data + first, static_cast<uint32_t>(n));
-    std::memcpy(o.op->data + first, payload, 4 * n);
+    copy_payload(o.op->data + first, payload, 4 * n, o.op->streaming);
     if (!o.op->agreement) {
       t.st.bytes_completed += 4 * n;
       totals_.bytes_completed += 4 * n;

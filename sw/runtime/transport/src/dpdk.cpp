@@ -7,6 +7,7 @@
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
@@ -20,6 +21,7 @@
 
 #include <getopt.h>
 #include <sched.h>
+#include <unistd.h>
 
 namespace panama::runtime {
 namespace {
@@ -65,6 +67,25 @@ std::string file_prefix_of(const std::vector<std::string>& args) {
     if (args[i] == "--file-prefix" && i + 1 < args.size()) return args[i + 1];
   }
   return "";
+}
+
+// Writes every page of the pool's memory once. With hugepages the EAL's
+// memory is populated when it is mapped; with --no-huge it is a memfd mapped
+// page by page on first touch, and rte_pktmbuf_pool_create writes only the
+// mbuf headers, so the first frames through each buffer would take page
+// faults (one or two per 9 KiB buffer) inside the data path: in the virtual
+// cluster that made the first allreduce take about twice as long as the
+// next. Rewriting each page's first byte with itself keeps the contents.
+void populate_pool_memory(rte_mempool* pool) {
+  rte_mempool_mem_iter(
+      pool,
+      [](rte_mempool*, void*, rte_mempool_memhdr* hdr, unsigned) {
+        const long page = sysconf(_SC_PAGESIZE);
+        const size_t step = page > 0 ? static_cast<size_t>(page) : 4096;
+        volatile uint8_t* base = static_cast<volatile uint8_t*>(hdr->addr);
+        for (size_t off = 0; off < hdr->len; off += step) base[off] = base[off];
+      },
+      nullptr);
 }
 
 }  // namespace
@@ -121,6 +142,36 @@ std::shared_ptr<DpdkEal> DpdkEal::current() {
   Global& g = global();
   std::lock_guard<std::mutex> lock(g.mu);
   return g.eal;
+}
+
+bool DpdkEal::register_thread() {
+  if (rte_lcore_id() != LCORE_ID_ANY) return true;
+  return rte_thread_register() == 0;
+}
+
+void DpdkEal::unregister_thread() {
+  const unsigned lcore = rte_lcore_id();
+  if (lcore == LCORE_ID_ANY || lcore == rte_get_main_lcore()) return;
+  {
+    // mbufs in this lcore's caches would otherwise stay there until a later
+    // thread got the same id.
+    Global& g = global();
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (const auto& [name, pool] : g.pools) {
+      if (rte_mempool_cache* c = rte_mempool_default_cache(pool, lcore)) rte_mempool_cache_flush(c, pool);
+    }
+  }
+  rte_thread_unregister();
+}
+
+EalThreadScope::EalThreadScope() {
+  const bool had = rte_lcore_id() != LCORE_ID_ANY;
+  cached_ = DpdkEal::register_thread();
+  registered_here_ = cached_ && !had;
+}
+
+EalThreadScope::~EalThreadScope() {
+  if (registered_here_) DpdkEal::unregister_thread();
 }
 
 std::vector<std::string> DpdkEal::port_names() const {
@@ -212,6 +263,7 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
                       " (raise the EAL's -m memory)");
     }
     g.pools[name_] = pool_;
+    populate_pool_memory(pool_);
   }
 
   rte_eth_dev_info info;

@@ -44,6 +44,11 @@ struct RuntimeOptions {
   // many microseconds until a pass finds work, so an idle worker does not
   // burn a core. 0: busy-poll like a DPDK example (a dedicated core, a NIC).
   unsigned idle_sleep_us = 20;
+  // Allreduces of at least this many bytes copy payloads into frames and
+  // out of results with streaming (non-temporal) stores: such a buffer
+  // passes through the cache once, and ordinary stores would first read
+  // every destination line (payload_copy.hpp). 0: ordinary copies always.
+  size_t streaming_copy_bytes = size_t{8} << 20;
   PortConfig port;  // template for the ports opened (name filled per port)
 };
 

@@ -163,6 +163,12 @@ class AllreduceCore {
   CommStats stats() const;
   const TreeCongestion& congestion(size_t tree_index) const;
 
+  // Allreduces of at least this many bytes copy their payloads (into frames,
+  // out of results) with streaming stores (payload_copy.hpp); 0: never.
+  // Applies to allreduces started afterwards.
+  void set_streaming_copy_bytes(size_t bytes) { streaming_copy_bytes_ = bytes; }
+  size_t streaming_copy_bytes() const { return streaming_copy_bytes_; }
+
   // Test hook: called once per result copied into a user buffer.
   void set_write_observer(std::function<void(OpId, size_t chunk)> f) { observer_ = std::move(f); }
 
@@ -196,6 +202,7 @@ class AllreduceCore {
   std::string fail_reason_;
   CommStats totals_;
   std::function<void(OpId, size_t)> observer_;
+  size_t streaming_copy_bytes_ = 0;
 };
 
 }  // namespace panama::runtime

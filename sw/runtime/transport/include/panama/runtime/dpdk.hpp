@@ -60,12 +60,38 @@ class DpdkEal {
   std::pair<std::string, std::string> create_ring_pair(const std::string& name_a, const std::string& name_b,
                                                        unsigned ring_size = 1024);
 
+  // Gives the calling thread (one the EAL did not start: a progress thread,
+  // a PSwitch thread) an lcore id, so that its mbuf allocations and frees
+  // go through the mempools' per-lcore caches instead of the shared ring:
+  // fewer atomic operations, and a freed buffer is reused while still in
+  // the cache. Returns false (the thread works on, uncached) when every
+  // lcore id is taken; true also for an EAL thread. unregister_thread()
+  // hands the caches' mbufs back to their pools and frees the id; a thread
+  // that registered calls it before it ends (EalThreadScope does both).
+  static bool register_thread();
+  static void unregister_thread();
+
   DpdkEal(const DpdkEal&) = delete;
   DpdkEal& operator=(const DpdkEal&) = delete;
 
  private:
   explicit DpdkEal(std::vector<std::string> args) : args_(std::move(args)) {}
   std::vector<std::string> args_;
+};
+
+// Registers the constructing thread with the EAL (DpdkEal::register_thread)
+// and unregisters it on destruction, if it registered.
+class EalThreadScope {
+ public:
+  EalThreadScope();
+  ~EalThreadScope();
+  EalThreadScope(const EalThreadScope&) = delete;
+  EalThreadScope& operator=(const EalThreadScope&) = delete;
+  bool cached() const { return cached_; }  // the thread has an lcore id
+
+ private:
+  bool cached_ = false;
+  bool registered_here_ = false;
 };
 
 struct PortConfig {
