@@ -119,6 +119,7 @@ struct Cluster {
   std::vector<std::map<std::pair<OpId, size_t>, int>> writes;  // per worker
   std::vector<std::vector<std::vector<double>>> cwnd_trace;    // [worker][tree] after each fresh result
   uint64_t window_violations = 0, cap_violations = 0;
+  bool frames_read_elsewhere = false;  // what the workers' FrameOut says (streaming stores into frames)
 
   std::set<uint32_t> dead;  // tree indices (tree_id - 10) whose PSwitch is gone
 
@@ -146,6 +147,7 @@ struct Cluster {
   void send_phase() {
     for (uint32_t w = 0; w < world; ++w) {
       VectorFrameOut out;
+      out.elsewhere = frames_read_elsewhere;
       out.limit = 1 + rng() % 16;
       workers[w]->poll(now, out, 1 + static_cast<uint32_t>(rng() % 32));
       for (Frame& f : out.frames) {
@@ -284,6 +286,7 @@ void run_scenario(uint64_t seed, const Scenario& s) {
     }
   }
   for (auto& w : c.workers) w->set_streaming_copy_bytes(s.streaming_copy_bytes);
+  c.frames_read_elsewhere = s.streaming_copy_bytes != 0;
   bool killed = s.kill_tree < 0;
   std::vector<std::vector<std::vector<float>>> bufs(s.world);
   std::vector<std::vector<OpId>> ids(s.world);

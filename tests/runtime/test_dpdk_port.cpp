@@ -1,5 +1,6 @@
 // DPDK transport on real virtual devices: a net_ring pair carries frames
 // byte for byte both ways; bad port names and EAL misuse give clear errors.
+#include <rte_dev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -62,6 +63,8 @@ TEST_CASE("dpdk: ring pair carries frames both ways byte for byte, up to jumbo s
   const auto names = e->create_ring_pair("pt_a", "pt_b");
   CHECK(names.first == "net_ring_pt_a");
   DpdkPort a(e, PortConfig{names.first});
+  // A ring hands the mbuf itself to the reader (FrameOut::read_elsewhere).
+  CHECK(a.tx_hands_over_mbufs());
   DpdkPort b(e, PortConfig{names.second});
   CHECK(a.name() == "net_ring_pt_a");
   CHECK(a.wait_link_up(1000));
@@ -102,6 +105,15 @@ TEST_CASE("dpdk: unknown port names the available ones; a port cannot be opened 
   DpdkPort c(e, PortConfig{"net_ring_pt_c"});
   CHECK_THROWS_WITH(DpdkPort(e, PortConfig{"net_ring_pt_c"}), Catch::Contains("already open"));
   CHECK_THROWS_WITH(e->create_ring_pair("pt_c", "pt_x"), Catch::Contains("exists"));
+}
+
+TEST_CASE("dpdk: a virtual device that copies frames in tx_burst does not hand its mbufs over") {
+  auto e = eal();
+  // net_null frees what it is given, like a PMD that copies and frees; only
+  // net_ring and PCI NICs pass the mbuf itself on.
+  REQUIRE(rte_dev_probe("net_null_pt_k") == 0);
+  DpdkPort n(e, PortConfig{"net_null_pt_k"});
+  CHECK_FALSE(n.tx_hands_over_mbufs());
 }
 
 TEST_CASE("dpdk: a port can be reopened after it was closed") {

@@ -40,6 +40,7 @@ class MbufOut : public FrameOut {
     return cur_ ? d : nullptr;
   }
   void end_frame(uint32_t) override { pending_[n_++] = cur_; }
+  bool read_elsewhere() const override { return port_.tx_hands_over_mbufs(); }
   // For UplinkOut: the frame just written, handed to another port's queue.
   rte_mbuf* take_current() { return cur_; }
   bool push(rte_mbuf* m) {
@@ -76,6 +77,13 @@ class UplinkOut : public FrameOut {
   uint8_t* begin_frame(uint32_t len) override {
     data_ = outs[0]->begin_frame(len);
     return data_;
+  }
+  // The frame is written into the first port's mbuf and queued on either.
+  bool read_elsewhere() const override {
+    for (const MbufOut* o : outs) {
+      if (!o->read_elsewhere()) return false;
+    }
+    return !outs.empty();
   }
   void end_frame(uint32_t) override {
     rte_mbuf* m = outs[0]->take_current();

@@ -76,8 +76,9 @@ void report(const char* mode, uint32_t elems, uint64_t packets, double seconds) 
       static_cast<unsigned long long>(packets));
 }
 
-void bench_core(uint32_t elems, unsigned trees, size_t floats, double min_seconds) {
+void bench_core(uint32_t elems, unsigned trees, size_t floats, double min_seconds, size_t streaming) {
   AllreduceCore core(bench_plan(elems, trees));
+  core.set_streaming_copy_bytes(streaming);
   std::vector<float> buf(floats, 1.0f);
   EchoOut out;
   uint64_t packets = 0;
@@ -96,7 +97,7 @@ void bench_core(uint32_t elems, unsigned trees, size_t floats, double min_second
   report("core", elems, packets, s);
 }
 
-void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_seconds,
+void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_seconds, size_t streaming,
                 std::shared_ptr<DpdkEal> eal, unsigned idx) {
   const auto names = eal->create_ring_pair("bw" + std::to_string(idx), "bs" + std::to_string(idx));
   LoopbackSwitchConfig sc;
@@ -105,6 +106,7 @@ void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_second
   LoopbackSwitch sw(eal, sc);
   RuntimeOptions o;
   o.idle_sleep_us = 0;  // busy-poll, as a dedicated worker core would
+  o.streaming_copy_bytes = streaming;
   auto rt = Runtime::create(eal, o);
   auto comm = rt->communicator(bench_plan(elems, trees), names.first);
   std::vector<float> buf(floats, 1.0f);
@@ -132,6 +134,7 @@ int main(int argc, char** argv) {
   unsigned trees = 1;
   size_t floats = 1 << 20;
   double seconds = 2.0;
+  size_t streaming = RuntimeOptions{}.streaming_copy_bytes;
   app.add_option("--mode", mode, "core (protocol core only) or ring (runtime + net_ring + engine)")
       ->capture_default_str()
       ->check(CLI::IsMember({"core", "ring"}));
@@ -143,6 +146,9 @@ int main(int argc, char** argv) {
   app.add_option("--seconds", seconds, "minimum measuring time per payload size")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 600.0));
+  app.add_option("--streaming-copy-bytes", streaming,
+                 "allreduces at least this large copy payloads with streaming stores (0: never)")
+      ->capture_default_str();
   app.add_option("--eal", eal, "EAL arguments for --mode ring")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
@@ -161,9 +167,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       if (mode == "core") {
-        bench_core(bytes / 4, trees, floats, seconds);
+        bench_core(bytes / 4, trees, floats, seconds, streaming);
       } else {
-        bench_ring(bytes / 4, trees, floats, seconds, e, idx++);
+        bench_ring(bytes / 4, trees, floats, seconds, streaming, e, idx++);
       }
     }
   } catch (const std::exception& ex) {

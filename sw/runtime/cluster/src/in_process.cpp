@@ -158,6 +158,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
     if (!opt.ring_baseline) {
       runtime::RuntimeOptions ro;
       ro.idle_sleep_us = opt.idle_sleep_us;
+      ro.streaming_copy_bytes = opt.streaming_copy_bytes;
       rt = runtime::Runtime::create(eal, ro);
     }
     for (auto& sp : slots) {

@@ -38,6 +38,8 @@ int internal_main(int argc, char** argv) {
   w.vdev = vdev;
   if (const char* idle = arg_after(argc, argv, "--internal-idle-us"))
     w.idle_sleep_us = static_cast<uint32_t>(std::strtoul(idle, nullptr, 10));
+  if (const char* sc = arg_after(argc, argv, "--internal-streaming"))
+    w.streaming_copy_bytes = static_cast<size_t>(std::strtoull(sc, nullptr, 10));
   if (const char* ch = arg_after(argc, argv, "--ring-channels"))
     w.ring_channels = static_cast<uint32_t>(std::strtoul(ch, nullptr, 10));
   if (const char* v2 = arg_after(argc, argv, "--internal-vdev2")) w.vdev2 = v2;
@@ -96,6 +98,10 @@ int main(int argc, char** argv) {
                  "idle back-off of every polling loop: sleep up to this many microseconds when a poll "
                  "finds nothing (0: busy-poll, for a core per process)")
       ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--streaming-copy-bytes", o.streaming_copy_bytes,
+                 "workers copy payloads of allreduces at least this large with streaming stores "
+                 "(0: never; docs/runtime.md)")
       ->capture_default_str();
   std::string nodes = "processes";
   app.add_option(

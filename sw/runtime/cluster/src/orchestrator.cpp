@@ -167,6 +167,8 @@ void start_workers(NodeSet& nodes, const PlannedRun& run, const ClusterOptions& 
                  std::to_string(opt.iterations),
                  "--internal-idle-us",
                  std::to_string(opt.idle_sleep_us),
+                 "--internal-streaming",
+                 std::to_string(opt.streaming_copy_bytes),
                  "--ring-channels",
                  std::to_string(opt.ring_channels)};
     if (w.vdevs.size() > 1) spec.args.insert(spec.args.end(), {"--internal-vdev2", w.vdevs[1]});

@@ -270,7 +270,7 @@ bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retra
                                                    : wire::PacketType::kAggregateUp);
   wire::write_headers(p, t.hdr);
   copy_payload(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n},
-               o.op && o.op->streaming);
+               o.op && o.op->streaming && out.read_elsewhere());
   out.end_frame(len);
   ++t.hdr.ip_id;
   ++t.st.packets_sent;

@@ -3,6 +3,8 @@
 
 #include "panama/runtime/eal_runtime_dir.hpp"
 
+#include <rte_bus.h>
+#include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_eth_ring.h>
@@ -269,6 +271,11 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
   rte_eth_dev_info info;
   int rc = rte_eth_dev_info_get(id, &info);
   if (rc != 0) throw DpdkError("port " + name_ + ": rte_eth_dev_info_get failed: " + reason(rc));
+  {
+    const rte_bus* bus = info.device ? rte_dev_bus(info.device) : nullptr;
+    const std::string driver = info.driver_name ? info.driver_name : "";
+    tx_hands_over_ = driver == "net_ring" || (bus && std::string(rte_bus_name(bus)) == "pci");
+  }
   rte_eth_conf conf{};
   if (config.max_frame_bytes > RTE_ETHER_MAX_LEN && info.max_rx_pktlen >= config.max_frame_bytes) {
     conf.rxmode.mtu = config.max_frame_bytes - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;

@@ -44,11 +44,15 @@ struct RuntimeOptions {
   // many microseconds until a pass finds work, so an idle worker does not
   // burn a core. 0: busy-poll like a DPDK example (a dedicated core, a NIC).
   unsigned idle_sleep_us = 20;
-  // Allreduces of at least this many bytes copy payloads into frames and
-  // out of results with streaming (non-temporal) stores: such a buffer
-  // passes through the cache once, and ordinary stores would first read
-  // every destination line (payload_copy.hpp). 0: ordinary copies always.
-  size_t streaming_copy_bytes = size_t{8} << 20;
+  // Allreduces of at least this many bytes copy results into the user's
+  // buffer, and payloads into frames that another core or a device reads
+  // (FrameOut::read_elsewhere), with streaming (non-temporal) stores, which
+  // skip reading each destination line first (payload_copy.hpp). That pays
+  // when the line is no longer cached, i.e. when the bytes in flight of all
+  // workers sharing a cache exceed it (the virtual cluster turns it on); a
+  // worker whose in-flight chunks stay cached is faster with ordinary
+  // copies (docs/runtime.md has both measurements). 0: never (default).
+  size_t streaming_copy_bytes = 0;
   PortConfig port;  // template for the ports opened (name filled per port)
 };
 

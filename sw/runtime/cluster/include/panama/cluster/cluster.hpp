@@ -55,6 +55,11 @@ struct ClusterOptions {
   // threads, ring workers): sleep up to this long when a poll finds nothing.
   // Every process of the cluster shares this machine's few CPUs; 0 busy-polls.
   uint32_t idle_sleep_us = 50;
+  // RuntimeOptions::streaming_copy_bytes of every worker. On by default
+  // here, off in the runtime: in the virtual cluster one CPU's cache holds
+  // every worker's frames (one progress thread serves them all with
+  // --nodes threads), and another thread reads each frame; docs/runtime.md.
+  size_t streaming_copy_bytes = size_t{8} << 20;
   // Every node a thread of this one process, links net_ring pairs (no memif
   // copies, no process switches); else one process per node over memif.
   bool in_process = false;
@@ -81,8 +86,9 @@ struct WorkerOptions {
   uint64_t seed = 1;
   uint64_t elems = 0;
   uint32_t iterations = 1;
-  uint32_t idle_sleep_us = 50;  // ClusterOptions::idle_sleep_us
-  uint32_t ring_channels = 2;   // ring baseline only
+  uint32_t idle_sleep_us = 50;      // ClusterOptions::idle_sleep_us
+  size_t streaming_copy_bytes = 0;  // ClusterOptions::streaming_copy_bytes
+  uint32_t ring_channels = 2;       // ring baseline only
 };
 
 // Waits until every rank of the job in `plan_path`'s directory has reached

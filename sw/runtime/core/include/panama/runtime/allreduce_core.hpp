@@ -55,6 +55,11 @@ class FrameOut {
   virtual ~FrameOut() = default;
   virtual uint8_t* begin_frame(uint32_t len) = 0;
   virtual void end_frame(uint32_t len) = 0;
+  // Whether the frames are read next by another core or a device (a ring's
+  // reader, a NIC's DMA) rather than by this thread right away (a PMD that
+  // copies in tx_burst, a test reading them back): only then may a large
+  // allreduce write payloads into them with streaming stores.
+  virtual bool read_elsewhere() const { return false; }
 };
 
 // A FrameOut collecting copies, for tests and simulators.
@@ -62,12 +67,14 @@ class VectorFrameOut : public FrameOut {
  public:
   std::vector<std::vector<uint8_t>> frames;
   size_t limit = SIZE_MAX;  // begin_frame fails once this many frames are held
+  bool elsewhere = false;   // what read_elsewhere() claims (tests of the streaming path)
   uint8_t* begin_frame(uint32_t len) override {
     if (frames.size() >= limit) return nullptr;
     frames.emplace_back(len);
     return frames.back().data();
   }
   void end_frame(uint32_t) override {}
+  bool read_elsewhere() const override { return elsewhere; }
 };
 
 using OpId = uint64_t;

@@ -127,6 +127,10 @@ class DpdkPort {
   std::array<uint8_t, 6> mac() const { return mac_; }
   uint32_t max_frame_bytes() const { return config_.max_frame_bytes; }
   rte_mempool* pool() const { return pool_; }
+  // Whether tx_burst hands the mbufs themselves on (net_ring: to the ring's
+  // reader; a PCI NIC: to its DMA) instead of copying them on this core
+  // (memif, af_packet and other virtual devices copy inside tx_burst).
+  bool tx_hands_over_mbufs() const { return tx_hands_over_; }
 
   bool link_up() const;
   // Polls the link state until up or `timeout_ms` passed; returns the state.
@@ -161,6 +165,7 @@ class DpdkPort {
   std::string name_;
   std::array<uint8_t, 6> mac_{};
   rte_mempool* pool_ = nullptr;
+  bool tx_hands_over_ = false;
   bool started_ = false;
   uint64_t rx_packets_ = 0, rx_bytes_ = 0, tx_packets_ = 0, tx_bytes_ = 0, tx_full_ = 0;
 };
