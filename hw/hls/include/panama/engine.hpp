@@ -33,6 +33,9 @@
 
 #include <stdint.h>
 
+#include <type_traits>
+#include <utility>
+
 #include "panama/engine_rules.hpp"
 #include "panama/fp32_add.hpp"
 #include "panama/regmap.hpp"
@@ -69,12 +72,29 @@ class Engine {
   // PHY error, the input stream's tuser bit): such a frame is dropped whole
   // and counted before anything reads it, also with the engine disabled, so
   // a corrupt frame is never summed nor forwarded with a fresh FCS.
+  //
+  // A sink may also offer `uint8_t* buffer(uint32_t len)`: space for a frame
+  // of `len` bytes (or null). The engine then writes an emitted aggregate
+  // there, headers and payload, and hands that same pointer to sink(), so a
+  // host that sends from buffers of its own (mbufs) needs no copy.
   template <class Sink>
   EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
-    wire::Header h;
+    return process_frame_parts(frame, nullptr, len, sink, mac_error);
+  }
+
+  // The same for a frame held in two pieces: `head` holds its first
+  // min(len, kPayloadOffset) bytes (the headers), `payload` the rest (the
+  // elements), as a host sending from the user's memory chains them. Null
+  // `payload`: the frame is contiguous at `head`.
+  template <class Sink>
+  EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len, Sink& sink,
+                                    bool mac_error = false) {
+    const bool split = payload != nullptr && len > wire::kPayloadOffset;
+    if (!split) payload = len > wire::kPayloadOffset ? head + wire::kPayloadOffset : nullptr;
+    wire::Header h{};
     const wire::FrameClass cls = (mac_error || len > wire::kMaxFrameBytes)
                                      ? wire::FrameClass::kNotPanama
-                                     : wire::classify_frame(frame, len, rules_.udp_port(), h);
+                                     : wire::classify_frame(head, len, rules_.udp_port(), h);
     FrameDecision d;
     rules_.decide(cls, h, len, mac_error, d);
     switch (d.op) {
@@ -82,18 +102,24 @@ class Engine {
       case SlotOp::kReemit:
         break;
       case SlotOp::kPass:
-        sink(frame, len);
+        if (split) {  // passed on whole: one piece
+          for (uint32_t i = 0; i < wire::kPayloadOffset; ++i) out_[i] = head[i];
+          for (uint32_t i = wire::kPayloadOffset; i < len; ++i) out_[i] = payload[i - wire::kPayloadOffset];
+          sink(static_cast<const uint8_t*>(out_), len);
+        } else {
+          sink(head, len);
+        }
         break;
       // The rules only load or add frames that hold elem_count elements; the
       // length test states it where the payload is read.
       case SlotOp::kLoad:
-        if (len >= wire::frame_length(d.elem_count)) {
-          fp32_load_run(data_[d.slot][d.bank], frame + wire::kPayloadOffset, d.elem_count);
+        if (len >= wire::frame_length(d.elem_count) && payload) {
+          fp32_load_run(data_[d.slot][d.bank], payload, d.elem_count);
         }
         break;
       case SlotOp::kAdd:
-        if (len >= wire::frame_length(d.elem_count)) {
-          fp32_add_run(data_[d.slot][d.bank], frame + wire::kPayloadOffset, d.elem_count);
+        if (len >= wire::frame_length(d.elem_count) && payload) {
+          fp32_add_run(data_[d.slot][d.bank], payload, d.elem_count);
         }
         break;
     }
@@ -108,11 +134,21 @@ class Engine {
   uint16_t udp_port() const { return rules_.udp_port(); }
 
  private:
+  template <class Sink, class = void>
+  struct HasBuffer : std::false_type {};
+  template <class Sink>
+  struct HasBuffer<Sink, std::void_t<decltype(std::declval<Sink&>().buffer(uint32_t{}))>> : std::true_type {};
+
   template <class Sink>
   void emit(const wire::Header& h, const uint32_t* d, Sink& sink) {
-    wire::write_headers(out_, h);
-    fp32_store_run(out_ + wire::kPayloadOffset, d, h.elem_count);
-    sink(static_cast<const uint8_t*>(out_), wire::frame_length(h.elem_count));
+    const uint32_t len = wire::frame_length(h.elem_count);
+    uint8_t* o = out_;
+    if constexpr (HasBuffer<Sink>::value) {
+      if (uint8_t* b = sink.buffer(len)) o = b;
+    }
+    wire::write_headers(o, h);
+    fp32_store_run(o + wire::kPayloadOffset, d, h.elem_count);
+    sink(static_cast<const uint8_t*>(o), len);
   }
 
   Rules rules_;

@@ -41,6 +41,25 @@ class EngineBackend {
   virtual EngineOutcome process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
                                       bool mac_error = false) = 0;
 
+  // Where an emitted frame may be written: space for `len` bytes, or null.
+  using FrameBuffer = std::function<uint8_t*(uint32_t len)>;
+
+  // A frame in two pieces (`head`: its first min(len, 64) bytes, `payload`:
+  // the rest; Engine::process_frame_parts), and optionally `buffer`: a
+  // backend that builds its emissions on the host writes them there and
+  // hands that pointer to `sink` (the caller then sends it without a copy);
+  // others hand their own. This default joins the pieces and ignores
+  // `buffer`, for backends that take frames whole (the RTL's stream).
+  virtual EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len,
+                                            const FrameSink& sink, const FrameBuffer* buffer,
+                                            bool mac_error = false) {
+    (void)buffer;
+    if (!payload || len <= wire::kPayloadOffset) return process_frame(head, len, sink, mac_error);
+    joined_.assign(head, head + wire::kPayloadOffset);
+    joined_.insert(joined_.end(), payload, payload + (len - wire::kPayloadOffset));
+    return process_frame(joined_.data(), len, sink, mac_error);
+  }
+
   // The UDP destination port that marks PANAMA frames (UDP_PORT), without a
   // register access: harnesses classify frames with it on every packet.
   virtual uint16_t udp_port() const = 0;
@@ -53,6 +72,9 @@ class EngineBackend {
   }
   uint64_t global_counter(uint32_t c) { return counter(regmap::global_counter_addr(c)); }
   uint64_t entry_counter(uint32_t e, uint32_t c) { return counter(regmap::entry_counter_addr(e, c)); }
+
+ private:
+  std::vector<uint8_t> joined_;
 };
 
 // The HLS C++ engine of any configuration as a backend. DefaultEngine for
@@ -71,6 +93,19 @@ class ModelBackend final : public EngineBackend {
   EngineOutcome process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
                               bool mac_error = false) override {
     return engine_->process_frame(frame, len, sink, mac_error);
+  }
+  EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len,
+                                    const FrameSink& sink, const FrameBuffer* buffer,
+                                    bool mac_error = false) override {
+    if (!buffer || !*buffer) return engine_->process_frame_parts(head, payload, len, sink, mac_error);
+    struct Into {
+      const FrameSink& s;
+      const FrameBuffer& b;
+      void operator()(const uint8_t* d, uint32_t n) const { s(d, n); }
+      uint8_t* buffer(uint32_t n) const { return b(n); }
+    };
+    Into into{sink, *buffer};
+    return engine_->process_frame_parts(head, payload, len, into, mac_error);
   }
   uint16_t udp_port() const override { return engine_->udp_port(); }
 

@@ -41,6 +41,15 @@ class MbufOut : public FrameOut {
   }
   void end_frame(uint32_t) override { pending_[n_++] = cur_; }
   bool read_elsewhere() const override { return port_.tx_hands_over_mbufs(); }
+  bool can_attach() const override { return port_.tx_can_attach(); }
+  uint8_t* begin_frame_attached(const uint8_t* payload, uint32_t payload_len, BufferHold* hold) override {
+    if (n_ == kBurst && flush() == 0 && n_ == kBurst) return nullptr;
+    uint8_t* d = nullptr;
+    hold->acquire();
+    cur_ = port_.attach_frame(wire::kPayloadOffset, &d, payload, payload_len, &release_hold, hold);
+    if (!cur_) hold->release();
+    return cur_ ? d : nullptr;
+  }
   // For UplinkOut: the frame just written, handed to another port's queue.
   rte_mbuf* take_current() { return cur_; }
   bool push(rte_mbuf* m) {
@@ -48,6 +57,9 @@ class MbufOut : public FrameOut {
     pending_[n_++] = m;
     return true;
   }
+
+  // Runs on the thread that frees the frame's last reference (the reader's).
+  static void release_hold(void*, void* opaque) { static_cast<BufferHold*>(opaque)->release(); }
 
   uint16_t flush() {
     if (n_ == 0) return 0;
@@ -109,9 +121,10 @@ struct CommState {
   std::vector<PortState*> uplinks;  // dual-homed: both ports (port == uplinks[0])
   std::unique_ptr<UplinkOut> uplink_out;
   std::string device;
-  CommState(std::shared_ptr<Shared> s, const Plan& p, size_t streaming_copy_bytes)
+  CommState(std::shared_ptr<Shared> s, const Plan& p, const RuntimeOptions& o)
       : shared(std::move(s)), core(p) {
-    core.set_streaming_copy_bytes(streaming_copy_bytes);
+    core.set_streaming_copy_bytes(o.streaming_copy_bytes);
+    core.set_zero_copy_send(o.zero_copy_send);
   }
 };
 
@@ -297,6 +310,7 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
     auto np = std::make_unique<detail::PortState>();
     PortConfig pc = s.options.port;
     pc.name = name;
+    pc.attach_payloads = pc.attach_payloads || s.options.zero_copy_send;
     np->port = std::make_unique<DpdkPort>(s.eal, pc);  // throws DpdkPortNotFound / DpdkError
     np->requested_name = name;
     np->out = std::make_unique<detail::MbufOut>(*np->port, s.counters);
@@ -321,7 +335,7 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
                          ps->port->name());
     }
   }
-  auto cs = std::make_shared<CommState>(shared_, plan, shared_->options.streaming_copy_bytes);
+  auto cs = std::make_shared<CommState>(shared_, plan, shared_->options);
   cs->port = ps;
   cs->device = ps->port->name();
   if (uplinks.size() > 1) {

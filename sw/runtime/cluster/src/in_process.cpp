@@ -159,6 +159,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
       runtime::RuntimeOptions ro;
       ro.idle_sleep_us = opt.idle_sleep_us;
       ro.streaming_copy_bytes = opt.streaming_copy_bytes;
+      ro.zero_copy_send = opt.zero_copy_send;
       rt = runtime::Runtime::create(eal, ro);
     }
     for (auto& sp : slots) {

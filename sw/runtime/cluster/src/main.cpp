@@ -103,6 +103,10 @@ int main(int argc, char** argv) {
                  "workers copy payloads of allreduces at least this large with streaming stores "
                  "(0: never; docs/runtime.md)")
       ->capture_default_str();
+  app.add_option("--zero-copy-send", o.zero_copy_send,
+                 "with --nodes threads, workers send payloads from their buffers instead of copying "
+                 "them into frames (true/false; docs/runtime.md)")
+      ->capture_default_str();
   std::string nodes = "processes";
   app.add_option(
          "--nodes", nodes,

@@ -22,7 +22,18 @@ struct AllreduceCore::Op {
   bool released = false;   // forget it as soon as it finishes
   bool agreement = false;  // a failover agreement vector (internal, not in ops_)
   bool streaming = false;  // payload copies with streaming stores (set_streaming_copy_bytes)
+  bool zero_copy = false;  // chunks sent from the buffer when the FrameOut can attach (set_zero_copy_send)
+  bool draining = false;   // finished, in draining_ until no frame references the buffer
+  OpStatus final_status = OpStatus::kPending;  // what it finished as (reported once drained)
+  BufferHold* hold = nullptr;                  // the frames that reference data (zero-copy send)
   std::string error;
+
+  Op() = default;
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+  ~Op() {
+    if (hold) hold->release();
+  }
 };
 
 // A chunk that has been sent and is waiting for its result.
@@ -167,6 +178,7 @@ OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
   op->data = data;
   op->count = count;
   op->streaming = streaming_copy_bytes_ != 0 && 4 * count >= streaming_copy_bytes_;
+  op->zero_copy = zero_copy_send_;
   const size_t e = plan_.elems_per_packet;
   op->chunks = (count + e - 1) / e;
   op->remaining = op->chunks;
@@ -207,9 +219,46 @@ OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
 }
 
 void AllreduceCore::finish(Op& op, OpStatus st, const std::string& err) {
-  if (op.status != OpStatus::kPending) return;
-  op.status = st;
+  if (op.status != OpStatus::kPending || op.draining) return;
+  op.final_status = st;
   op.error = err;
+  if (op.hold && op.hold->in_use() && !aborting_) {
+    // Frames sent from the buffer are still queued or being read: the
+    // caller may reuse the buffer only once they are released.
+    op.draining = true;
+    draining_.push_back(&op);
+    return;
+  }
+  finalize(op);
+}
+
+void AllreduceCore::collect_drained() {
+  size_t kept = 0;
+  for (Op* op : draining_) {
+    if (op->hold->in_use()) {
+      draining_[kept++] = op;
+    } else {
+      op->draining = false;
+      finalize(*op);
+    }
+  }
+  draining_.resize(kept);
+}
+
+void AllreduceCore::abort(const std::string& reason) {
+  aborting_ = true;
+  if (!failed()) fail_all(reason);
+  for (Op* op : draining_) {
+    op->draining = false;
+    finalize(*op);
+  }
+  draining_.clear();
+  aborting_ = false;
+}
+
+void AllreduceCore::finalize(Op& op) {
+  const OpStatus st = op.final_status;
+  op.status = st;
   --pending_;
   if (op.released) finished_released_.push_back(op.id);
   if (st == OpStatus::kDone) {
@@ -262,15 +311,24 @@ bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retra
   const uint32_t n = o.op ? static_cast<uint32_t>(std::min(o.op->count, first + e) - first)
                           : static_cast<uint32_t>(o.replay->size());
   const uint32_t len = wire::frame_length(n);
-  uint8_t* p = out.begin_frame(len);
+  const bool attach = o.op && o.op->zero_copy && out.can_attach();
+  uint8_t* p = nullptr;
+  if (attach) {
+    if (!o.op->hold) o.op->hold = BufferHold::create();
+    p = out.begin_frame_attached(reinterpret_cast<const uint8_t*>(o.op->data + first), 4 * n, o.op->hold);
+  } else {
+    p = out.begin_frame(len);
+  }
   if (!p) return false;
   t.hdr.seq = seq;
   t.hdr.elem_count = static_cast<uint16_t>(n);
   t.hdr.type = static_cast<uint8_t>(retransmission ? wire::PacketType::kRetransmission
                                                    : wire::PacketType::kAggregateUp);
   wire::write_headers(p, t.hdr);
-  copy_payload(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n},
-               o.op && o.op->streaming && out.read_elsewhere());
+  if (!attach) {
+    copy_payload(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n},
+                 o.op && o.op->streaming && out.read_elsewhere());
+  }
   out.end_frame(len);
   ++t.hdr.ip_id;
   ++t.st.packets_sent;
@@ -362,6 +420,7 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
 }
 
 uint32_t AllreduceCore::poll(uint64_t now_ns, FrameOut& out, uint32_t max_frames) {
+  collect_drained();
   collect_released();
   if (failed()) return 0;
   uint32_t budget = max_frames;

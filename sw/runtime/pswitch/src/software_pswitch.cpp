@@ -56,11 +56,37 @@ struct SoftwarePswitch::Impl {
   std::unique_ptr<EngineBackend> engine;
   std::unique_ptr<SwitchCore<EngineBackend>> core;
   std::vector<Port> ports;
-  uint64_t segmented_drops = 0;  // multi-segment frames (not produced by our 9216-byte mbufs)
-  uint64_t shared_copies = 0;    // replicated frames sent as a reference to a shared mbuf, not a copy
-  uint64_t multicast_turn = 0;   // which port's pool lends the next shared mbuf
+  uint64_t segmented_drops = 0;   // multi-segment frames too long to be joined into one mbuf
+  uint64_t joined_frames = 0;     // multi-segment frames of another shape, joined into one mbuf
+  uint64_t split_frames = 0;      // header + payload frames the engine read in place
+  uint64_t shared_copies = 0;     // replicated frames sent as a reference to a shared mbuf, not a copy
+  uint64_t staged_emissions = 0;  // engine emissions written straight into the mbuf that was sent
+  uint64_t multicast_turn = 0;    // which port's pool lends the next shared mbuf
+  uint64_t stage_turn = 0;        // which port's pool lends the next staged mbuf
+  // The mbuf the engine writes its next emission into (SwitchCore's stage()).
+  rte_mbuf* staged = nullptr;
+  uint8_t* staged_data = nullptr;
 
-  rte_mbuf* copy_into(Port& p, const uint8_t* d, uint32_t n) {
+  uint8_t* stage(uint32_t n) {
+    if (!staged) {
+      Port& p = ports[stage_turn++ % ports.size()];
+      staged = p.dev->alloc_frame(p.dev->max_frame_bytes(), &staged_data);
+      if (!staged) return nullptr;  // the copy path counts it if it fails too
+    }
+    return n <= rte_pktmbuf_data_len(staged) ? staged_data : nullptr;
+  }
+
+  // A frame of `n` bytes at `d` in an mbuf of port p's pool: the staged mbuf
+  // when `d` is its data (and `take_staged`), else a copy.
+  rte_mbuf* copy_into(Port& p, const uint8_t* d, uint32_t n, bool take_staged = true) {
+    if (take_staged && staged && d == staged_data) {
+      rte_mbuf* m = staged;
+      staged = nullptr;
+      m->data_len = static_cast<uint16_t>(n);
+      m->pkt_len = n;
+      ++staged_emissions;
+      return m;
+    }
     uint8_t* buf = nullptr;
     rte_mbuf* m = p.dev->alloc_frame(n, &buf);
     if (!m) {
@@ -71,9 +97,21 @@ struct SoftwarePswitch::Impl {
     return m;
   }
 
-  void enqueue(uint32_t port, const uint8_t* d, uint32_t n, uint64_t now) {
+  // A received frame of several segments as one, in an mbuf of port p.
+  rte_mbuf* join_segments(Port& p, const rte_mbuf* m) {
+    uint8_t* buf = nullptr;
+    rte_mbuf* c = p.dev->alloc_frame(m->pkt_len, &buf);  // null when longer than one mbuf holds
+    if (!c) return nullptr;
+    if (!rte_pktmbuf_read(m, 0, m->pkt_len, buf)) {
+      runtime::DpdkPort::free(c);
+      return nullptr;
+    }
+    return c;
+  }
+
+  void enqueue(uint32_t port, const uint8_t* d, uint32_t n, uint64_t now, bool take_staged = true) {
     Port& p = ports[port];
-    rte_mbuf* m = copy_into(p, d, n);
+    rte_mbuf* m = copy_into(p, d, n, take_staged);
     if (!m) return;
     if (p.queue->enqueue(m, rte_pktmbuf_mtod(m, uint8_t*), n, now) == EnqueueResult::kDropped) {
       runtime::DpdkPort::free(m);
@@ -93,8 +131,8 @@ struct SoftwarePswitch::Impl {
     for (size_t k = 0; k < out_ports.size(); ++k) {
       const uint32_t port = out_ports[(first + k) % out_ports.size()];
       Port& p = ports[port];
-      if (p.queue->marks_now()) {
-        enqueue(port, d, n, now);
+      if (p.queue->marks_now()) {  // a copy of its own, never the staged mbuf others share
+        enqueue(port, d, n, now, false);
         continue;
       }
       rte_mbuf* m = shared;
@@ -123,7 +161,16 @@ struct SoftwarePswitch::Impl {
     void multicast(const std::vector<uint32_t>& out_ports, const uint8_t* d, uint32_t n) const {
       s->multicast(out_ports, d, n, now);
     }
+    uint8_t* stage(uint32_t n) const { return s->stage(n); }
   };
+
+  // A received frame as the engine reads it: header and payload in place
+  // when a worker chained its 64 header bytes to its payload (zero-copy
+  // send); one segment otherwise.
+  static bool split_shape(const rte_mbuf* m) {
+    return m->nb_segs == 2 && m->data_len == wire::kPayloadOffset && m->next->next == nullptr &&
+           m->next->data_len == m->pkt_len - wire::kPayloadOffset;
+  }
 
   uint32_t poll(uint64_t now) {
     uint32_t work = 0;
@@ -133,28 +180,36 @@ struct SoftwarePswitch::Impl {
     for (uint32_t pi = 0; pi < ports.size(); ++pi) {
       Port& p = ports[pi];
       auto admit = [&](rte_mbuf* m) {
-        if (m->nb_segs != 1) {
-          ++segmented_drops;
+        if (m->nb_segs != 1 && !split_shape(m)) {
+          rte_mbuf* c = join_segments(p, m);
           runtime::DpdkPort::free(m);
-          return;
+          if (!c) {
+            ++segmented_drops;
+            return;
+          }
+          ++joined_frames;
+          m = c;
         }
         if (rte_mbuf_refcnt_read(m) > 1 && engine_queue->marks_now()) {
           // A frame another receiver shares (a result replicated by a PSwitch
           // of this process): marking CE writes into it, so mark a copy.
-          rte_mbuf* c = copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+          rte_mbuf* c = copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), false);
           runtime::DpdkPort::free(m);
           if (!c) return;
           m = c;
         }
-        if (engine_queue->enqueue(RxFrame{m, pi}, rte_pktmbuf_mtod(m, uint8_t*), rte_pktmbuf_data_len(m),
-                                  now) == EnqueueResult::kDropped) {
+        // Marking CE writes into the IP header: the first segment.
+        if (engine_queue->enqueue(RxFrame{m, pi}, rte_pktmbuf_mtod(m, uint8_t*), m->pkt_len, now) ==
+            EnqueueResult::kDropped) {
           runtime::DpdkPort::free(m);
         }
       };
       const uint16_t n = p.dev->rx_burst(burst, kBurst);
       if (p.rx_faults->active()) {
         auto clone = [this, &p](rte_mbuf* m) {
-          return copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+          return m->nb_segs == 1
+                     ? copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), false)
+                     : join_segments(p, m);
         };
         auto release = [](rte_mbuf* m) { runtime::DpdkPort::free(m); };
         for (uint16_t i = 0; i < n; ++i) p.rx_faults->send(burst[i], now, admit, clone, release);
@@ -165,14 +220,19 @@ struct SoftwarePswitch::Impl {
       work += n;
     }
     work += engine_queue->dequeue(now, kEngineBatch, [&](RxFrame f) {
-      core->on_frame(f.port, rte_pktmbuf_mtod(f.m, const uint8_t*), rte_pktmbuf_data_len(f.m),
-                     Emit{this, now});
-      runtime::DpdkPort::free(f.m);
+      const uint8_t* payload = nullptr;
+      if (f.m->nb_segs == 2) {
+        payload = rte_pktmbuf_mtod(f.m->next, const uint8_t*);
+        ++split_frames;
+      }
+      core->on_frame_parts(f.port, rte_pktmbuf_mtod(f.m, const uint8_t*), payload, f.m->pkt_len,
+                           Emit{this, now});
+      runtime::DpdkPort::free(f.m);  // a worker's attached payload is released here
     });
     for (Port& p : ports) {
       auto push = [&p](rte_mbuf* m) { p.pending.push_back(m); };
       auto clone = [this, &p](rte_mbuf* m) {
-        return copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m));
+        return copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), false);
       };
       auto release = [](rte_mbuf* m) { runtime::DpdkPort::free(m); };
       if (p.pending.size() < kMaxPending / 2) {
@@ -234,6 +294,7 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
 
 SoftwarePswitch::~SoftwarePswitch() {
   impl_->engine_queue->drain([](Impl::RxFrame f) { runtime::DpdkPort::free(f.m); });
+  if (impl_->staged) runtime::DpdkPort::free(impl_->staged);
   for (Impl::Port& p : impl_->ports) {
     p.queue->drain([](rte_mbuf* m) { runtime::DpdkPort::free(m); });
     p.faults->flush(
@@ -322,9 +383,15 @@ nlohmann::json SoftwarePswitch::counters_json() {
                        {"tail_drops", eq.tail_drops},
                        {"ecn_marked", eq.ecn_marked},
                        {"max_queue_bytes", eq.max_depth_bytes}};
-  j["switch"] = {{"engine_drops", c.engine_drops},   {"segmented_drops", s.segmented_drops},
-                 {"shared_copies", s.shared_copies}, {"result_wrong_port", c.result_wrong_port},
-                 {"binding_drops", c.binding_drops}, {"no_parent", c.no_parent},
+  j["switch"] = {{"engine_drops", c.engine_drops},
+                 {"segmented_drops", s.segmented_drops},
+                 {"joined_frames", s.joined_frames},
+                 {"split_frames", s.split_frames},
+                 {"staged_emissions", s.staged_emissions},
+                 {"shared_copies", s.shared_copies},
+                 {"result_wrong_port", c.result_wrong_port},
+                 {"binding_drops", c.binding_drops},
+                 {"no_parent", c.no_parent},
                  {"hairpin_drops", c.hairpin_drops}};
   return j;
 }

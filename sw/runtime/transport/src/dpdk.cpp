@@ -40,7 +40,8 @@ struct Global {
   std::shared_ptr<DpdkEal> eal;
   bool init_failed = false;
   std::string init_error;
-  std::map<std::string, rte_mempool*> pools;  // by port name
+  std::map<std::string, rte_mempool*> pools;         // by port name
+  std::map<std::string, rte_mempool*> attach_pools;  // by port name: mbufs without data room
   std::set<uint16_t> ports_in_use;
   unsigned pool_serial = 0;
 };
@@ -275,6 +276,26 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
     const rte_bus* bus = info.device ? rte_dev_bus(info.device) : nullptr;
     const std::string driver = info.driver_name ? info.driver_name : "";
     tx_hands_over_ = driver == "net_ring" || (bus && std::string(rte_bus_name(bus)) == "pci");
+    tx_can_attach_ = config.attach_payloads && driver == "net_ring";
+  }
+  if (tx_can_attach_) {
+    // Mbufs that carry no data of their own, each with the shared-info
+    // block of the one buffer it is attached to in its private area.
+    auto at = g.attach_pools.find(name_);
+    if (at != g.attach_pools.end() && at->second->size >= config.mbufs) {
+      attach_pool_ = at->second;
+    } else {
+      const std::string pool_name = "pnm_ap" + std::to_string(g.pool_serial++);
+      const uint16_t priv = RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN);
+      attach_pool_ = rte_pktmbuf_pool_create(
+          pool_name.c_str(), config.mbufs, 256, priv, 0,
+          static_cast<int>(rte_eth_dev_socket_id(id) < 0 ? 0 : rte_eth_dev_socket_id(id)));
+      if (!attach_pool_) {
+        throw DpdkError("cannot create the attach mempool for port " + name_ + ": " + reason(rte_errno) +
+                        " (raise the EAL's -m memory)");
+      }
+      g.attach_pools[name_] = attach_pool_;
+    }
   }
   rte_eth_conf conf{};
   if (config.max_frame_bytes > RTE_ETHER_MAX_LEN && info.max_rx_pktlen >= config.max_frame_bytes) {
@@ -367,6 +388,34 @@ rte_mbuf* DpdkPort::alloc_frame(uint32_t len, uint8_t** data) {
   }
   *data = reinterpret_cast<uint8_t*>(d);
   return m;
+}
+
+rte_mbuf* DpdkPort::attach_frame(uint32_t header_len, uint8_t** header, const uint8_t* payload,
+                                 uint32_t payload_len, void (*release)(void* addr, void* opaque),
+                                 void* opaque) {
+  if (!attach_pool_ || payload_len == 0 || payload_len > UINT16_MAX ||
+      header_len + payload_len > config_.max_frame_bytes)
+    return nullptr;
+  rte_mbuf* head = alloc_frame(header_len, header);
+  if (!head) return nullptr;
+  rte_mbuf* seg = rte_pktmbuf_alloc(attach_pool_);
+  if (!seg) {
+    rte_pktmbuf_free(head);
+    return nullptr;
+  }
+  auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(seg));
+  shinfo->free_cb = release;
+  shinfo->fcb_opaque = opaque;
+  rte_mbuf_ext_refcnt_set(shinfo, 1);
+  // The ring passes pointers; no device reads this memory by IOVA.
+  rte_pktmbuf_attach_extbuf(seg, const_cast<uint8_t*>(payload), RTE_BAD_IOVA,
+                            static_cast<uint16_t>(payload_len), shinfo);
+  seg->data_len = static_cast<uint16_t>(payload_len);
+  seg->pkt_len = payload_len;
+  head->next = seg;
+  head->nb_segs = 2;
+  head->pkt_len = header_len + payload_len;
+  return head;
 }
 
 const uint8_t* DpdkPort::frame_data(const rte_mbuf* m, uint8_t* scratch, uint32_t scratch_len,

@@ -53,6 +53,14 @@ struct RuntimeOptions {
   // worker whose in-flight chunks stay cached is faster with ordinary
   // copies (docs/runtime.md has both measurements). 0: never (default).
   size_t streaming_copy_bytes = 0;
+  // Zero-copy send: on a port that can attach payloads (net_ring, whose
+  // reader is in this process: DpdkPort::tx_can_attach), frames carry their
+  // 64 header bytes in an mbuf chained to the chunk left in the user's
+  // buffer, so the worker does not copy payloads into frames. An allreduce
+  // then finishes only once the reader has released every such frame
+  // (AllreduceCore::set_zero_copy_send). Other ports copy as before. Off by
+  // default; the virtual cluster's threads mode turns it on.
+  bool zero_copy_send = false;
   PortConfig port;  // template for the ports opened (name filled per port)
 };
 

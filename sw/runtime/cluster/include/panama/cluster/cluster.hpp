@@ -60,6 +60,10 @@ struct ClusterOptions {
   // every worker's frames (one progress thread serves them all with
   // --nodes threads), and another thread reads each frame; docs/runtime.md.
   size_t streaming_copy_bytes = size_t{8} << 20;
+  // RuntimeOptions::zero_copy_send of every worker: with --nodes threads
+  // (net_ring links) the workers send their payloads from their buffers and
+  // the PSwitch's engine adds them from there. No effect over memif.
+  bool zero_copy_send = true;
   // Every node a thread of this one process, links net_ring pairs (no memif
   // copies, no process switches); else one process per node over memif.
   bool in_process = false;

@@ -33,10 +33,13 @@
 // Not thread-safe: one thread (or a lock held by the caller) at a time.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +50,24 @@
 
 namespace panama::runtime {
 
+// Zero-copy send: how many frames still reference an allreduce's buffer.
+// The op holds one reference and every frame sent from the buffer another,
+// dropped by whatever thread frees that frame; the last drop deletes it.
+class BufferHold {
+ public:
+  static BufferHold* create() { return new BufferHold(); }
+  void acquire() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  // Frames besides the holder's own reference still read the buffer.
+  bool in_use() const { return refs_.load(std::memory_order_acquire) > 1; }
+
+ private:
+  BufferHold() = default;
+  std::atomic<uint32_t> refs_{1};
+};
+
 // Where the core writes frames to send. begin_frame returns space for one
 // frame of `len` bytes, or null when the transmit path is full (the core
 // stops and tries again on the next poll); end_frame commits it.
@@ -55,6 +76,19 @@ class FrameOut {
   virtual ~FrameOut() = default;
   virtual uint8_t* begin_frame(uint32_t len) = 0;
   virtual void end_frame(uint32_t len) = 0;
+  // Zero-copy send: whether begin_frame_attached works.
+  virtual bool can_attach() const { return false; }
+  // Space for the 64 header bytes of a frame whose payload is sent from
+  // where it is: `payload_len` bytes at `payload` (the user's buffer). The
+  // FrameOut takes a reference on `hold` (BufferHold::acquire) that is
+  // released once nothing reads the payload any more. end_frame(64 +
+  // payload_len) commits. Null as for begin_frame.
+  virtual uint8_t* begin_frame_attached(const uint8_t* payload, uint32_t payload_len, BufferHold* hold) {
+    (void)payload;
+    (void)payload_len;
+    (void)hold;
+    return nullptr;
+  }
   // Whether the frames are read next by another core or a device (a ring's
   // reader, a NIC's DMA) rather than by this thread right away (a PMD that
   // copies in tx_burst, a test reading them back): only then may a large
@@ -65,16 +99,51 @@ class FrameOut {
 // A FrameOut collecting copies, for tests and simulators.
 class VectorFrameOut : public FrameOut {
  public:
-  std::vector<std::vector<uint8_t>> frames;
-  size_t limit = SIZE_MAX;  // begin_frame fails once this many frames are held
-  bool elsewhere = false;   // what read_elsewhere() claims (tests of the streaming path)
+  // A frame sent with an attached payload: where the payload was, and the
+  // reference on its hold that this FrameOut keeps until release_attached().
+  struct Attached {
+    size_t frame;  // index into frames
+    const uint8_t* payload;
+    uint32_t len;
+    BufferHold* hold;
+  };
+  std::vector<std::vector<uint8_t>> frames;  // whole frames (attached payloads copied at end_frame)
+  std::vector<Attached> attached;            // references not yet released
+  size_t limit = SIZE_MAX;                   // begin_frame fails once this many frames are held
+  bool elsewhere = false;                    // what read_elsewhere() claims (tests of the streaming path)
+  bool attach = false;                       // what can_attach() claims (tests of zero-copy send)
+  ~VectorFrameOut() override { release_attached(); }
   uint8_t* begin_frame(uint32_t len) override {
     if (frames.size() >= limit) return nullptr;
     frames.emplace_back(len);
     return frames.back().data();
   }
-  void end_frame(uint32_t) override {}
+  void end_frame(uint32_t) override {
+    if (pending_) {
+      std::vector<uint8_t>& f = frames[pending_->frame];
+      f.insert(f.end(), pending_->payload, pending_->payload + pending_->len);
+      attached.push_back(*pending_);
+      pending_.reset();
+    }
+  }
   bool read_elsewhere() const override { return elsewhere; }
+  bool can_attach() const override { return attach; }
+  uint8_t* begin_frame_attached(const uint8_t* payload, uint32_t payload_len, BufferHold* hold) override {
+    if (!attach || frames.size() >= limit) return nullptr;
+    hold->acquire();
+    pending_ = Attached{frames.size(), payload, payload_len, hold};
+    frames.emplace_back(wire::kPayloadOffset);
+    return frames.back().data();
+  }
+  // Drops the references of the first `n` attached frames still held (all by default).
+  void release_attached(size_t n = SIZE_MAX) {
+    n = std::min(n, attached.size());
+    for (size_t i = 0; i < n; ++i) attached[i].hold->release();
+    attached.erase(attached.begin(), attached.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+ private:
+  std::optional<Attached> pending_;
 };
 
 using OpId = uint64_t;
@@ -149,9 +218,7 @@ class AllreduceCore {
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
   // Fails every unfinished allreduce and all later ones with `reason`.
-  void abort(const std::string& reason) {
-    if (!failed()) fail_all(reason);
-  }
+  void abort(const std::string& reason);
   bool failed() const { return !fail_reason_.empty(); }
   const std::string& failure() const { return fail_reason_; }
 
@@ -176,6 +243,15 @@ class AllreduceCore {
   void set_streaming_copy_bytes(size_t bytes) { streaming_copy_bytes_ = bytes; }
   size_t streaming_copy_bytes() const { return streaming_copy_bytes_; }
 
+  // Zero-copy send: allreduces started afterwards send their chunks' first
+  // transmissions and retransmissions from the user's buffer when the
+  // FrameOut can attach payloads (FrameOut::can_attach). Such an allreduce
+  // finishes (done or failed) only once no frame references its buffer any
+  // more, so the caller may reuse or free the buffer as soon as it is told;
+  // abort() (the runtime or communicator going away) does not wait.
+  void set_zero_copy_send(bool on) { zero_copy_send_ = on; }
+  bool zero_copy_send() const { return zero_copy_send_; }
+
   // Test hook: called once per result copied into a user buffer.
   void set_write_observer(std::function<void(OpId, size_t chunk)> f) { observer_ = std::move(f); }
 
@@ -195,7 +271,9 @@ class AllreduceCore {
   void handle_result(Tree& t, const wire::Header& h, const uint8_t* payload, uint64_t now_ns);
   void fail_all(const std::string& reason);
   void collect_released();
+  void collect_drained();
   void finish(Op& op, OpStatus st, const std::string& err);
+  void finalize(Op& op);
 
   Plan plan_;
   std::vector<std::unique_ptr<Tree>> trees_;
@@ -203,6 +281,8 @@ class AllreduceCore {
   int16_t tree_index_[256];
   std::unordered_map<OpId, std::unique_ptr<Op>> ops_;
   std::vector<OpId> finished_released_;
+  std::vector<Op*> draining_;  // finished, waiting for their attached frames to be released
+  bool aborting_ = false;
   OpId next_op_ = 1;
   size_t pending_ = 0;
   size_t rr_ = 0;  // round-robin start tree for sending
@@ -210,6 +290,7 @@ class AllreduceCore {
   CommStats totals_;
   std::function<void(OpId, size_t)> observer_;
   size_t streaming_copy_bytes_ = 0;
+  bool zero_copy_send_ = false;
 };
 
 }  // namespace panama::runtime

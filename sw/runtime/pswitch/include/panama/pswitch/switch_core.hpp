@@ -19,6 +19,11 @@
 // No I/O here: frames to send are handed to `out(port, data, len)`, which
 // copies them (the data pointer is only valid during the call). The
 // aggregation itself is the engine's (hw/hls), called as it is.
+//
+// A received frame may come in two pieces (on_frame_parts: its 64 header
+// bytes and, elsewhere, its payload, as a worker sending from its own memory
+// chains them): the engine reads the payload where it is; a frame sent on
+// unchanged (forwarded, replicated) is joined first.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +49,24 @@ template <class Out>
 struct HasMulticast<Out, std::void_t<decltype(std::declval<Out&>().multicast(
                              std::declval<const std::vector<uint32_t>&>(), std::declval<const uint8_t*>(),
                              std::declval<uint32_t>()))>> : std::true_type {};
+
+// An output sink may also offer `uint8_t* out.stage(uint32_t len)`: a buffer
+// of its own (an mbuf) for the frame the engine is about to emit, or null.
+// The engine then writes its emission there, and the `out`/`multicast` call
+// that follows carries that pointer: the sink sends the staged buffer itself
+// instead of copying (a staged buffer left unsent is the sink's to reuse).
+template <class Out, class = void>
+struct HasStage : std::false_type {};
+template <class Out>
+struct HasStage<Out, std::void_t<decltype(std::declval<Out&>().stage(std::declval<uint32_t>()))>>
+    : std::true_type {};
+
+// An engine behind the run-time interface (EngineBackend: std::function
+// sinks) rather than an Engine<> called with any sink.
+template <class E, class = void>
+struct IsEngineBackend : std::false_type {};
+template <class E>
+struct IsEngineBackend<E, std::void_t<typename E::FrameBuffer>> : std::true_type {};
 
 struct PortSwitchCounters {
   uint64_t rx_frames = 0;
@@ -82,6 +105,7 @@ class SwitchCore {
         child_port_(settings.ports.size(), false),
         parent_port_(settings.ports.size(), false) {
     held_.reserve(wire::kMaxFrameBytes);
+    joined_.reserve(wire::kMaxFrameBytes);
     for (const TreePorts& t : s_.trees) {
       for (uint32_t p : t.children) child_port_[p] = true;
       if (t.parent >= 0) parent_port_[t.parent] = true;
@@ -90,12 +114,20 @@ class SwitchCore {
 
   template <class Out>
   void on_frame(uint32_t in_port, const uint8_t* frame, uint32_t len, Out&& out) {
+    on_frame_parts(in_port, frame, nullptr, len, out);
+  }
+
+  // A frame whose first min(len, 64) bytes are at `head` and the rest at
+  // `payload` (null: contiguous at `head`).
+  template <class Out>
+  void on_frame_parts(uint32_t in_port, const uint8_t* head, const uint8_t* payload, uint32_t len,
+                      Out&& out) {
     PortSwitchCounters& pc = ports_[in_port];
     ++pc.rx_frames;
     pc.rx_bytes += len;
 
     wire::Header h;
-    const wire::FrameClass cls = wire::classify_frame(frame, len, engine_.udp_port(), h);
+    const wire::FrameClass cls = wire::classify_frame(head, len, engine_.udp_port(), h);
     if (cls == wire::FrameClass::kOk) {
       const int t = tree_index(h.job_id, h.tree_id);
       if (!bound(in_port, t, h.child_id)) {
@@ -104,7 +136,7 @@ class SwitchCore {
       }
       if (t >= 0) {
         ++trees_[t].contributions_in;
-        to_engine(in_port, frame, len, out);
+        to_engine(in_port, head, payload, len, out);
         return;
       }
     } else if (cls == wire::FrameClass::kResultDown) {
@@ -116,7 +148,7 @@ class SwitchCore {
           return;
         }
         ++trees_[t].results_from_parent;
-        replicate(t, frame, len, out);
+        replicate(t, whole(head, payload, len), len, out);
         return;
       }
       if (child_port_[in_port] && !parent_port_[in_port]) {  // results never flow up
@@ -124,10 +156,10 @@ class SwitchCore {
         return;
       }
     } else if (wire::is_malformed(cls)) {
-      to_engine(in_port, frame, len, out);
+      to_engine(in_port, head, payload, len, out);
       return;
     }
-    forward_l2(in_port, frame, len, out);
+    forward_l2(in_port, whole(head, payload, len), len, out);
   }
 
   const PortSwitchCounters& port_counters(uint32_t p) const { return ports_[p]; }
@@ -159,15 +191,58 @@ class SwitchCore {
     ++ctr_.binding_drops;
   }
 
+  // The frame contiguous: `head` itself, or both pieces joined in joined_.
+  const uint8_t* whole(const uint8_t* head, const uint8_t* payload, uint32_t len) {
+    if (!payload || len <= wire::kPayloadOffset) return head;
+    joined_.assign(head, head + wire::kPayloadOffset);
+    joined_.insert(joined_.end(), payload, payload + (len - wire::kPayloadOffset));
+    return joined_.data();
+  }
+
+  // What the engine emits for a contribution, straight on to its port(s),
+  // written into the sink's staged buffer when it offers one.
   template <class Out>
-  void to_engine(uint32_t in_port, const uint8_t* frame, uint32_t len, Out& out) {
+  struct EngineSink {
+    SwitchCore* core;
+    Out* out;
+    void operator()(const uint8_t* d, uint32_t n) const { core->from_engine(d, n, *out, -1); }
+    uint8_t* buffer(uint32_t n) const {
+      if constexpr (HasStage<Out>::value) {
+        return out->stage(n);
+      } else {
+        (void)n;
+        return nullptr;
+      }
+    }
+  };
+
+  // The engine call, for an Engine<> (any sink) or an EngineBackend
+  // (std::function sinks). `Staged`: the sink offers buffer().
+  template <bool Staged, class Sink>
+  EngineOutcome run_engine(const uint8_t* head, const uint8_t* payload, uint32_t len, Sink& sink) {
+    if constexpr (IsEngineBackend<Engine>::value) {
+      const typename Engine::FrameSink fs = [&sink](const uint8_t* d, uint32_t n) { sink(d, n); };
+      if constexpr (Staged) {
+        const typename Engine::FrameBuffer fb = [&sink](uint32_t n) { return sink.buffer(n); };
+        return engine_.process_frame_parts(head, payload, len, fs, &fb);
+      } else {
+        return engine_.process_frame_parts(head, payload, len, fs, nullptr);
+      }
+    } else {
+      return engine_.process_frame_parts(head, payload, len, sink);
+    }
+  }
+
+  template <class Out>
+  void to_engine(uint32_t in_port, const uint8_t* head, const uint8_t* payload, uint32_t len, Out& out) {
     ++ports_[in_port].to_engine;
     const bool retransmission =
         len > wire::kPanamaType &&
-        frame[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kRetransmission);
+        head[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kRetransmission);
     if (!retransmission) {
-      auto sink = [&](const uint8_t* d, uint32_t n) { from_engine(d, n, out, -1); };
-      if (engine_.process_frame(frame, len, sink).action == EngineAction::kDropped) ++ctr_.engine_drops;
+      EngineSink<Out> sink{this, &out};
+      if (run_engine<HasStage<Out>::value>(head, payload, len, sink).action == EngineAction::kDropped)
+        ++ctr_.engine_drops;
       return;
     }
     // A retransmission may make the engine re-emit a stored result. Only the
@@ -175,7 +250,7 @@ class SwitchCore {
     // instead of to every child. Hold the emission until the outcome says which.
     held_.clear();
     auto hold = [&](const uint8_t* d, uint32_t n) { held_.assign(d, d + n); };
-    const EngineOutcome o = engine_.process_frame(frame, len, hold);
+    const EngineOutcome o = run_engine<false>(head, payload, len, hold);
     if (o.action == EngineAction::kDropped) ++ctr_.engine_drops;
     if (held_.empty()) return;
     from_engine(held_.data(), static_cast<uint32_t>(held_.size()), out,
@@ -260,6 +335,7 @@ class SwitchCore {
   std::vector<TreeSwitchCounters> trees_;
   SwitchCounters ctr_;
   std::vector<uint8_t> held_;      // an emission held back while its cause is decided
+  std::vector<uint8_t> joined_;    // a two-piece frame made contiguous to be sent on
   std::vector<bool> child_port_;   // per port: a child port of some tree (has bindings)
   std::vector<bool> parent_port_;  // per port: the parent port of some tree
 };

@@ -102,6 +102,9 @@ struct PortConfig {
   uint32_t max_frame_bytes = 9216;  // every mbuf holds one frame this long in one segment
   bool promiscuous = true;          // PANAMA frames use made-up MACs in virtual set-ups
   unsigned link_wait_ms = 0;        // wait this long for link up in the constructor (0: don't)
+  // Set up attach_frame (zero-copy send) where the device allows it: a
+  // second pool of `mbufs` data-less mbufs for the attached payloads.
+  bool attach_payloads = false;
 };
 
 struct PortCounters {
@@ -131,6 +134,10 @@ class DpdkPort {
   // reader; a PCI NIC: to its DMA) instead of copying them on this core
   // (memif, af_packet and other virtual devices copy inside tx_burst).
   bool tx_hands_over_mbufs() const { return tx_hands_over_; }
+  // Whether attach_frame works: frames may carry a payload left in the
+  // caller's memory (net_ring, whose reader is in this process; a NIC would
+  // need that memory registered for DMA, which this class does not do).
+  bool tx_can_attach() const { return attach_pool_ != nullptr; }
 
   bool link_up() const;
   // Polls the link state until up or `timeout_ms` passed; returns the state.
@@ -148,6 +155,16 @@ class DpdkPort {
   // Allocates an mbuf and reserves `len` bytes of data; null when the pool is
   // empty or len exceeds max_frame_bytes.
   rte_mbuf* alloc_frame(uint32_t len, uint8_t** data);
+  // A two-segment frame: `header_len` bytes in an mbuf of the pool (written
+  // by the caller at *header) chained to `payload_len` bytes left at
+  // `payload`, attached as an external buffer (zero-copy send). When the last
+  // reference to the frame is freed, on whatever thread, `release(payload,
+  // opaque)` runs; until then the payload must stay valid and unchanged as
+  // far as the reader cares. Null (nothing allocated, `release` not called)
+  // when the port cannot attach (tx_can_attach), a pool is empty or the
+  // frame would exceed max_frame_bytes.
+  rte_mbuf* attach_frame(uint32_t header_len, uint8_t** header, const uint8_t* payload, uint32_t payload_len,
+                         void (*release)(void* addr, void* opaque), void* opaque);
 
   // A contiguous view of a received frame: the mbuf data when it is one
   // segment, otherwise a copy in `scratch` (at least max_frame_bytes). Null
@@ -165,7 +182,9 @@ class DpdkPort {
   std::string name_;
   std::array<uint8_t, 6> mac_{};
   rte_mempool* pool_ = nullptr;
+  rte_mempool* attach_pool_ = nullptr;  // net_ring: mbufs for attach_frame's payload segments
   bool tx_hands_over_ = false;
+  bool tx_can_attach_ = false;
   bool started_ = false;
   uint64_t rx_packets_ = 0, rx_bytes_ = 0, tx_packets_ = 0, tx_bytes_ = 0, tx_full_ = 0;
 };
