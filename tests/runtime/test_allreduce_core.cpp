@@ -108,7 +108,19 @@ struct Cluster {
   Faults faults;
   std::unique_ptr<TestEngine> engine = std::make_unique<TestEngine>();
   std::vector<std::unique_ptr<AllreduceCore>> workers;
-  std::vector<Frame> up;
+  // A frame on its way up. With zero-copy send its payload stays in the
+  // worker's buffer (`payload`, a reference on `hold`) until the engine
+  // reads it, as over net_ring: read then, released then.
+  struct Up {
+    Frame f;
+    const uint8_t* payload = nullptr;
+    BufferHold* hold = nullptr;
+    void release() {
+      if (hold) hold->release();
+      hold = nullptr;
+    }
+  };
+  std::vector<Up> up;
   std::vector<std::vector<Frame>> down;
   uint64_t now = 0;
   // Harness-side view per (worker, tree): sequences sent but whose result was
@@ -120,6 +132,7 @@ struct Cluster {
   std::vector<std::vector<std::vector<double>>> cwnd_trace;    // [worker][tree] after each fresh result
   uint64_t window_violations = 0, cap_violations = 0;
   bool frames_read_elsewhere = false;  // what the workers' FrameOut says (streaming stores into frames)
+  bool attach = false;                 // the workers' FrameOut can attach payloads (zero-copy send)
 
   std::set<uint32_t> dead;  // tree indices (tree_id - 10) whose PSwitch is gone
 
@@ -139,6 +152,10 @@ struct Cluster {
     }
   }
 
+  ~Cluster() {
+    for (Up& u : up) u.release();
+  }
+
   bool chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < p; }
   size_t pick(size_t n) {
     return std::uniform_int_distribution<size_t>(0, std::min<size_t>(n, faults.reorder_window) - 1)(rng);
@@ -148,9 +165,16 @@ struct Cluster {
     for (uint32_t w = 0; w < world; ++w) {
       VectorFrameOut out;
       out.elsewhere = frames_read_elsewhere;
+      out.attach = attach;
       out.limit = 1 + rng() % 16;
       workers[w]->poll(now, out, 1 + static_cast<uint32_t>(rng() % 32));
-      for (Frame& f : out.frames) {
+      std::vector<VectorFrameOut::Attached> refs(out.frames.size(),
+                                                 VectorFrameOut::Attached{0, nullptr, 0, nullptr});
+      for (const VectorFrameOut::Attached& a : out.attached) refs[a.frame] = a;
+      out.attached.clear();  // the references travel with the frames now
+      for (size_t i = 0; i < out.frames.size(); ++i) {
+        Up u{std::move(out.frames[i]), refs[i].payload, refs[i].hold};
+        Frame& f = u.f;
         wire::Header h;
         REQUIRE(wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), wire::kDefaultUdpPort, h) ==
                 wire::FrameClass::kOk);
@@ -161,23 +185,44 @@ struct Cluster {
           if (h.seq - lowest >= latest_cap[w][t]) ++window_violations;
           un.insert(h.seq);
         }
-        if (dead.count(t)) continue;  // nobody answers on a dead tree
-        if (chance(faults.loss_up)) continue;
+        if (dead.count(t) || chance(faults.loss_up)) {  // nobody answers on a dead tree
+          u.release();
+          continue;
+        }
         if (chance(faults.ce_up)) set_ecn(f, wire::kEcnCe);
-        if (chance(faults.dup)) up.push_back(f);
-        up.push_back(std::move(f));
+        if (chance(faults.dup)) {
+          if (u.hold) u.hold->acquire();
+          up.push_back(Up{f, u.payload, u.hold});
+        }
+        up.push_back(std::move(u));
       }
     }
   }
+
+  // Zero-copy send: no allreduce is reported finished while a frame still
+  // references its buffer.
+  void check_no_frame_references(const std::vector<float>& buf) {
+    const auto* lo = reinterpret_cast<const uint8_t*>(buf.data());
+    const auto* hi = lo + 4 * buf.size();
+    for (const Up& u : up) {
+      if (u.payload && u.payload >= lo && u.payload < hi) ++early_finishes;
+    }
+  }
+  uint64_t early_finishes = 0;
 
   void engine_phase() {
     size_t n = up.empty() ? 0 : 1 + rng() % up.size();
     while (n-- > 0 && !up.empty()) {
       const size_t i = pick(up.size());
-      Frame f = std::move(up[i]);
+      Up u = std::move(up[i]);
       up.erase(up.begin() + static_cast<long>(i));
+      Frame& f = u.f;
+      if (u.payload) {  // the payload as the buffer holds it now, as a reader of the attached segment sees it
+        std::memcpy(f.data() + wire::kPayloadOffset, u.payload, f.size() - wire::kPayloadOffset);
+      }
       panama::test::CollectSink sink;
       engine->process_frame(f.data(), static_cast<uint32_t>(f.size()), sink);
+      u.release();
       for (Frame& r : sink.frames) {
         if (chance(faults.ce_down)) set_ecn(r, wire::kEcnCe);
         if (chance(faults.cap_change)) wire::store_be16(r.data() + wire::kPanamaCwndCap, 1 + rng() % q);
@@ -222,7 +267,10 @@ struct Cluster {
   void kill(uint32_t t) {
     dead.insert(t);
     auto of_t = [t](const Frame& f) { return f[wire::kPanamaTreeId] - 10u == t; };
-    up.erase(std::remove_if(up.begin(), up.end(), of_t), up.end());
+    for (Up& u : up) {
+      if (of_t(u.f)) u.release();
+    }
+    up.erase(std::remove_if(up.begin(), up.end(), [&](const Up& u) { return of_t(u.f); }), up.end());
     for (auto& d : down) {
       if (rng() % 2) d.erase(std::remove_if(d.begin(), d.end(), of_t), d.end());
     }
@@ -266,6 +314,7 @@ struct Scenario {
   uint64_t kill_step = 0;  // ... at this step (no worker issues its last allreduce before)
   uint32_t failover_after = 6;
   size_t streaming_copy_bytes = 0;  // AllreduceCore::set_streaming_copy_bytes of every worker
+  bool zero_copy = false;           // AllreduceCore::set_zero_copy_send of every worker
 };
 
 uint64_t g_replayed_kept = 0;  // summed over failover scenarios
@@ -285,8 +334,12 @@ void run_scenario(uint64_t seed, const Scenario& s) {
       c.workers.back()->set_write_observer([&c, r](OpId op, size_t chunk) { ++c.writes[r][{op, chunk}]; });
     }
   }
-  for (auto& w : c.workers) w->set_streaming_copy_bytes(s.streaming_copy_bytes);
+  for (auto& w : c.workers) {
+    w->set_streaming_copy_bytes(s.streaming_copy_bytes);
+    w->set_zero_copy_send(s.zero_copy);
+  }
   c.frames_read_elsewhere = s.streaming_copy_bytes != 0;
+  c.attach = s.zero_copy;
   bool killed = s.kill_tree < 0;
   std::vector<std::vector<std::vector<float>>> bufs(s.world);
   std::vector<std::vector<OpId>> ids(s.world);
@@ -326,8 +379,14 @@ void run_scenario(uint64_t seed, const Scenario& s) {
       lagging |= issued[w] < s.sizes.size() && (killed || issued[w] + 1 < s.sizes.size());
     }
     c.step(s.kill_tree < 0 || !lagging);
+    for (uint32_t w = 0; w < s.world; ++w) {
+      for (size_t r = 0; r < ids[w].size(); ++r) {
+        if (c.workers[w]->status(ids[w][r]) != OpStatus::kPending) c.check_no_frame_references(bufs[w][r]);
+      }
+    }
     REQUIRE(++steps < 200000);
   }
+  CHECK(c.early_finishes == 0);
   CHECK(c.window_violations == 0);
   CHECK(c.cap_violations == 0);
   if (std::getenv("PANAMA_TEST_VERBOSE")) {
@@ -617,10 +676,74 @@ TEST_CASE("core: every chunk written exactly once and results exact under random
     s.faults.reorder_window = 1 + static_cast<uint32_t>(g() % 8);
     // Some allreduces at or above the threshold (streaming payload copies), some below.
     s.streaming_copy_bytes = g() % 3 == 0 ? 0 : 4 * (1 + g() % (s.elems * 150));
+    s.zero_copy = g() % 2 == 0;
     INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q "
-                << s.q << " streaming from " << s.streaming_copy_bytes << " bytes");
+                << s.q << " streaming from " << s.streaming_copy_bytes << " bytes, zero-copy send "
+                << s.zero_copy);
     run_scenario(seed, s);
   }
+}
+
+TEST_CASE("core: zero-copy send: frames carry the buffer's chunks, the allreduce waits for their release") {
+  Plan plan = make_plan(0, 1, 1, 4, 8);
+  plan.congestion.initial_cwnd = 4;
+  AllreduceCore core(plan);
+  auto eng = std::make_unique<TestEngine>();
+  configure_engine(*eng, 1, 1, 8);
+  core.set_zero_copy_send(true);
+  std::vector<float> a(10);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i + 1);
+  const OpId id = core.start(a.data(), a.size(), 0);
+  VectorFrameOut out;
+  out.attach = true;
+  REQUIRE(core.poll(0, out) == 3);
+  REQUIRE(out.attached.size() == 3);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(out.attached[k].frame == k);
+    CHECK(out.attached[k].payload == reinterpret_cast<const uint8_t*>(a.data() + 4 * k));
+    CHECK(out.attached[k].len == 4 * (k < 2 ? 4u : 2u));
+    CHECK(out.frames[k].size() == wire::frame_length(k < 2 ? 4 : 2));  // header + the payload as sent
+  }
+  // World size 1: each frame comes straight back as its result.
+  for (const Frame& f : out.frames) {
+    panama::test::CollectSink sink;
+    eng->process_frame(f.data(), static_cast<uint32_t>(f.size()), sink);
+    REQUIRE(sink.frames.size() == 1);
+    REQUIRE(core.on_frame(sink.frames[0].data(), static_cast<uint32_t>(sink.frames[0].size()), 1));
+  }
+  CHECK(core.stats().bytes_completed == 40);
+  // Every result is in, but two frames still reference the buffer.
+  out.release_attached(1);
+  VectorFrameOut idle;
+  core.poll(2, idle);
+  CHECK(core.status(id) == OpStatus::kPending);
+  CHECK(core.pending_ops() == 1);
+  out.release_attached();
+  core.poll(3, idle);
+  CHECK(core.status(id) == OpStatus::kDone);
+  CHECK(core.pending_ops() == 0);
+  CHECK(core.stats().ops_completed == 1);
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK(a[i] == static_cast<float>(i + 1));  // world 1: the sum is itself
+
+  // abort() (the communicator going away) does not wait for the frames.
+  const OpId id2 = core.start(a.data(), a.size(), 4);
+  VectorFrameOut out2;
+  out2.attach = true;
+  REQUIRE(core.poll(4, out2) == 3);
+  core.abort("the communicator was destroyed");
+  CHECK(core.status(id2) == OpStatus::kFailed);
+  CHECK(core.pending_ops() == 0);
+  out2.release_attached();
+
+  // A FrameOut that cannot attach gets copies, and nothing waits.
+  AllreduceCore plain(make_plan(0, 1, 1, 4, 8));
+  plain.set_zero_copy_send(true);
+  plain.start(a.data(), 4, 0);
+  VectorFrameOut copies;
+  REQUIRE(plain.poll(0, copies) == 1);
+  CHECK(copies.attached.empty());
+  CHECK(std::memcmp(copies.frames[0].data() + wire::kPayloadOffset, a.data(), 16) == 0);
 }
 
 TEST_CASE("core: a full transmit path does not stop the retry budget: the allreduce fails, no hang") {
@@ -747,8 +870,10 @@ TEST_CASE(
     s.kill_tree = static_cast<int>(g() % s.trees);
     s.kill_step = 1 + g() % 80;
     s.failover_after = faulty ? 14 : 4;  // a live tree must not look dead under loss
+    s.zero_copy = g() % 2 == 0;
     INFO("run " << run << ": world " << s.world << " trees " << s.trees << " elems " << s.elems << " Q "
-                << s.q << " kill tree " << s.kill_tree << " at step " << s.kill_step);
+                << s.q << " kill tree " << s.kill_tree << " at step " << s.kill_step << ", zero-copy send "
+                << s.zero_copy);
     run_scenario(seed, s);
   }
   // The hard case happened: workers re-sent contributions whose result they
