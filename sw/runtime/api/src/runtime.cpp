@@ -199,7 +199,7 @@ struct Shared {
   }
 
   void run() {
-    IdleBackoff backoff({32, 1, options.idle_sleep_us});
+    IdleBackoff backoff({32, 1, options.idle_sleep_us, options.idle_spin_us});
     std::unique_lock<std::mutex> lk(mu);
     while (!stop) {
       if (pending_locked() == 0) {

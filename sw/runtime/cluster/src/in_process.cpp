@@ -127,7 +127,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
       switch_threads.emplace_back([p, &stop_switches, &opt] {
         pthread_setname_np(pthread_self(), ("pswitch-" + p->name()).substr(0, 15).c_str());
         const runtime::EalThreadScope lcore;  // per-lcore mempool caches for this thread
-        p->run(stop_switches, opt.idle_sleep_us);
+        p->run(stop_switches, opt.idle_sleep_us, idle_spin_us(opt));
       });
     }
     for (const auto& w : dep.workers) {
@@ -142,6 +142,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
       slot->opt.elems = opt.elems;
       slot->opt.iterations = opt.iterations;
       slot->opt.idle_sleep_us = opt.idle_sleep_us;
+      slot->opt.idle_spin_us = idle_spin_us(opt);
       slot->opt.ring_channels = opt.ring_channels;
       if (opt.ring_baseline) {
         const uint32_t n = w.plan.world_size;
@@ -158,6 +159,7 @@ int run_cluster_in_process(const ClusterOptions& opt) {
     if (!opt.ring_baseline) {
       runtime::RuntimeOptions ro;
       ro.idle_sleep_us = opt.idle_sleep_us;
+      ro.idle_spin_us = idle_spin_us(opt);
       ro.streaming_copy_bytes = opt.streaming_copy_bytes;
       ro.zero_copy_send = opt.zero_copy_send;
       rt = runtime::Runtime::create(eal, ro);

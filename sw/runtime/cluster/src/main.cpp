@@ -38,6 +38,8 @@ int internal_main(int argc, char** argv) {
   w.vdev = vdev;
   if (const char* idle = arg_after(argc, argv, "--internal-idle-us"))
     w.idle_sleep_us = static_cast<uint32_t>(std::strtoul(idle, nullptr, 10));
+  if (const char* spin = arg_after(argc, argv, "--internal-idle-spin-us"))
+    w.idle_spin_us = static_cast<uint32_t>(std::strtoul(spin, nullptr, 10));
   if (const char* sc = arg_after(argc, argv, "--internal-streaming"))
     w.streaming_copy_bytes = static_cast<size_t>(std::strtoull(sc, nullptr, 10));
   if (const char* ch = arg_after(argc, argv, "--ring-channels"))
@@ -98,6 +100,13 @@ int main(int argc, char** argv) {
                  "idle back-off of every polling loop: sleep up to this many microseconds when a poll "
                  "finds nothing (0: busy-poll, for a core per process)")
       ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--idle-spin-us", o.idle_spin_us,
+                 "before backing off, every polling loop keeps polling until idle this many microseconds "
+                 "(-1: " +
+                     std::to_string(panama::cluster::kThreadsIdleSpinUs) +
+                     " with --nodes threads, where two busy threads fit two CPUs; 0 otherwise)")
+      ->check(CLI::Range(int64_t{-1}, int64_t{1000000}))
       ->capture_default_str();
   app.add_option("--streaming-copy-bytes", o.streaming_copy_bytes,
                  "workers copy payloads of allreduces at least this large with streaming stores "

@@ -240,7 +240,7 @@ Node& NodeSet::start(const NodeSpec& spec) {
 }
 
 void NodeSet::start_switches(const controller::Deployment& dep, const std::string& pswitch_exe,
-                             uint32_t idle_sleep_us) {
+                             uint32_t idle_sleep_us, uint32_t idle_spin_us) {
   // memif clients fail to start when their server's socket is missing, so
   // servers first: spines, then leaves (clients of spines, servers of hosts).
   std::vector<const controller::SwitchOutput*> order;
@@ -258,10 +258,11 @@ void NodeSet::start_switches(const controller::Deployment& dep, const std::strin
     spec.name = name;
     spec.exe = pswitch_exe;
     spec.dpdk_prefix = dpdk_prefix(name);
-    spec.args = {"--internal-pswitch", run_dir_ + "/" + name + ".json",
-                 "--internal-stats",   stats,
-                 "--internal-prefix",  spec.dpdk_prefix,
-                 "--internal-idle-us", std::to_string(idle_sleep_us)};
+    spec.args = {"--internal-pswitch",      run_dir_ + "/" + name + ".json",
+                 "--internal-stats",        stats,
+                 "--internal-prefix",       spec.dpdk_prefix,
+                 "--internal-idle-us",      std::to_string(idle_sleep_us),
+                 "--internal-idle-spin-us", std::to_string(idle_spin_us)};
     Node& n = start(spec);
     n.is_switch = true;
     wait_until_ready(n, stats, nodes_);
@@ -428,6 +429,8 @@ int run_pswitch_child(int argc, char** argv) {
   if (const char* p = arg_after(argc, argv, "--internal-prefix")) o.file_prefix = p;
   if (const char* i = arg_after(argc, argv, "--internal-idle-us"))
     o.idle_sleep_us = static_cast<uint32_t>(std::strtoul(i, nullptr, 10));
+  if (const char* i = arg_after(argc, argv, "--internal-idle-spin-us"))
+    o.idle_spin_us = static_cast<uint32_t>(std::strtoul(i, nullptr, 10));
   return pswitch::run_pswitch_process(o, g_pswitch_stop);
 }
 

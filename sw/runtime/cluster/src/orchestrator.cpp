@@ -167,6 +167,8 @@ void start_workers(NodeSet& nodes, const PlannedRun& run, const ClusterOptions& 
                  std::to_string(opt.iterations),
                  "--internal-idle-us",
                  std::to_string(opt.idle_sleep_us),
+                 "--internal-idle-spin-us",
+                 std::to_string(idle_spin_us(opt)),
                  "--internal-streaming",
                  std::to_string(opt.streaming_copy_bytes),
                  "--ring-channels",
@@ -363,7 +365,7 @@ int run_cluster(const ClusterOptions& opt, const std::string& self_exe) {
   std::map<std::string, WorkerState> workers;
   int rc = 0;
   try {
-    nodes.start_switches(dep, self_exe, opt.idle_sleep_us);
+    nodes.start_switches(dep, self_exe, opt.idle_sleep_us, idle_spin_us(opt));
     start_workers(nodes, run, opt, self_exe);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "panama-cluster: %s\n", e.what());

@@ -120,8 +120,15 @@ struct Channel {
 
 struct Ring {
   Ring(runtime::DpdkPort& p, runtime::MacAddress s, runtime::MacAddress l, runtime::MacAddress r, uint32_t rk,
-       uint32_t w, uint64_t n, uint64_t e, uint32_t nch, uint32_t idle_sleep_us)
-      : port(p), self(s), left(l), right(r), rank(rk), world(w), epp(e), backoff({32, 1, idle_sleep_us}) {
+       uint32_t w, uint64_t n, uint64_t e, uint32_t nch, uint32_t idle_sleep_us, uint32_t idle_spin_us)
+      : port(p),
+        self(s),
+        left(l),
+        right(r),
+        rank(rk),
+        world(w),
+        epp(e),
+        backoff({32, 1, idle_sleep_us, idle_spin_us}) {
     nch = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(nch, std::max<uint64_t>(1, n / w))));
     channels.resize(nch);
     for (uint32_t c = 0; c < nch; ++c) {
@@ -423,7 +430,7 @@ nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
     if (keep_alive) *keep_alive = port_ptr;  // other threads may still hold its mbufs
     runtime::DpdkPort& port = *port_ptr;
     Ring ring(port, plan.local_mac, peers.left, peers.right, plan.rank, plan.world_size, opt.elems,
-              plan.elems_per_packet, opt.ring_channels, opt.idle_sleep_us);
+              plan.elems_per_packet, opt.ring_channels, opt.idle_sleep_us, opt.idle_spin_us);
     std::vector<float> data(opt.elems), ref(opt.elems);
     std::vector<double> seconds;
     uint64_t mismatches = 0;

@@ -82,6 +82,7 @@ nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* sha
       runtime::RuntimeOptions ro;
       ro.port.link_wait_ms = 10000;
       ro.idle_sleep_us = opt.idle_sleep_us;
+      ro.idle_spin_us = opt.idle_spin_us;
       ro.streaming_copy_bytes = opt.streaming_copy_bytes;
       std::vector<std::string> eal = node_eal_args(opt.vdev, 512, opt.file_prefix);
       if (!opt.vdev2.empty()) eal.push_back("--vdev=" + opt.vdev2);  // dual-homed

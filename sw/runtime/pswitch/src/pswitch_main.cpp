@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
                  "when idle, sleep up to this many microseconds between polls (0: busy-poll)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  app.add_option("--idle-spin-us", opt.idle_spin_us,
+                 "before backing off, keep polling until idle for this many microseconds")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::signal(SIGINT, on_signal);

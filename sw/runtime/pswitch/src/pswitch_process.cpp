@@ -64,7 +64,7 @@ int run_pswitch_process(const PswitchProcessOptions& opt, const std::atomic<bool
     uint64_t next_stats = start;
     // Idle back-off (runtime::IdleBackoff): busy-poll and yield by default;
     // with idle_sleep_us it sleeps when idle, for cores shared with workers.
-    runtime::IdleBackoff backoff({64, 1, opt.idle_sleep_us});
+    runtime::IdleBackoff backoff({64, 1, opt.idle_sleep_us, opt.idle_spin_us});
     while (!stop.load(std::memory_order_relaxed)) {
       const uint64_t now = SoftwarePswitch::now_ns();
       backoff.after_poll(sw.poll(now));

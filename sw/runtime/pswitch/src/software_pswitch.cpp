@@ -313,8 +313,8 @@ uint32_t SoftwarePswitch::poll(uint64_t now) {
   return impl_->poll(now);
 }
 
-void SoftwarePswitch::run(const std::atomic<bool>& stop, uint32_t idle_sleep_us) {
-  runtime::IdleBackoff backoff({64, 1, idle_sleep_us});
+void SoftwarePswitch::run(const std::atomic<bool>& stop, uint32_t idle_sleep_us, uint32_t idle_spin_us) {
+  runtime::IdleBackoff backoff({64, 1, idle_sleep_us, idle_spin_us});
   while (!stop.load(std::memory_order_relaxed)) backoff.after_poll(impl_->poll(now_ns()));
 }
 

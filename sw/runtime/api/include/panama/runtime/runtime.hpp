@@ -44,6 +44,10 @@ struct RuntimeOptions {
   // many microseconds until a pass finds work, so an idle worker does not
   // burn a core. 0: busy-poll like a DPDK example (a dedicated core, a NIC).
   unsigned idle_sleep_us = 20;
+  // Before that back-off, keep polling until idle for this long
+  // (IdleBackoffConfig::spin_us): for a progress thread that has a CPU to
+  // itself while allreduces run. 0: 32 empty passes, then back off.
+  unsigned idle_spin_us = 0;
   // Allreduces of at least this many bytes copy results into the user's
   // buffer, and payloads into frames that another core or a device reads
   // (FrameOut::read_elsewhere), with streaming (non-temporal) stores, which

@@ -55,6 +55,12 @@ struct ClusterOptions {
   // threads, ring workers): sleep up to this long when a poll finds nothing.
   // Every process of the cluster shares this machine's few CPUs; 0 busy-polls.
   uint32_t idle_sleep_us = 50;
+  // Before backing off, every polling loop keeps polling until idle for
+  // this long (IdleBackoffConfig::spin_us). -1: the mode's default
+  // (kThreadsIdleSpinUs with --nodes threads and in-network aggregation,
+  // where the progress thread and the PSwitch thread are the only busy
+  // threads; 0 otherwise, where more loops than CPUs poll).
+  int64_t idle_spin_us = -1;
   // RuntimeOptions::streaming_copy_bytes of every worker. On by default
   // here, off in the runtime: in the virtual cluster one CPU's cache holds
   // every worker's frames (one progress thread serves them all with
@@ -82,6 +88,14 @@ struct ClusterOptions {
 // bit-exact; 1: mismatch or failure; 2: bad options; 130: interrupted).
 int run_cluster(const ClusterOptions& opt, const std::string& self_exe);
 
+constexpr uint32_t kThreadsIdleSpinUs = 2000;
+
+// ClusterOptions::idle_spin_us with -1 resolved for the run's mode.
+inline uint32_t idle_spin_us(const ClusterOptions& o) {
+  if (o.idle_spin_us >= 0) return static_cast<uint32_t>(o.idle_spin_us);
+  return o.in_process && !o.ring_baseline ? kThreadsIdleSpinUs : 0;
+}
+
 struct WorkerOptions {
   std::string plan_path;
   std::string vdev;
@@ -91,6 +105,7 @@ struct WorkerOptions {
   uint64_t elems = 0;
   uint32_t iterations = 1;
   uint32_t idle_sleep_us = 50;      // ClusterOptions::idle_sleep_us
+  uint32_t idle_spin_us = 0;        // ClusterOptions::idle_spin_us, resolved
   size_t streaming_copy_bytes = 0;  // ClusterOptions::streaming_copy_bytes
   uint32_t ring_channels = 2;       // ring baseline only
 };

@@ -92,9 +92,9 @@ class NodeSet {
   // (see run_pswitch_child), servers first (spines, then leaves), each once
   // the previous one is ready. Throws std::runtime_error when one dies or
   // hangs during start-up, or on a signal.
-  // idle_sleep_us: the PSwitches' idle back-off (PswitchProcessOptions).
+  // idle_sleep_us, idle_spin_us: the PSwitches' idle back-off (PswitchProcessOptions).
   void start_switches(const controller::Deployment& dep, const std::string& pswitch_exe,
-                      uint32_t idle_sleep_us = 0);
+                      uint32_t idle_sleep_us = 0, uint32_t idle_spin_us = 0);
 
   // 3. Starts one node. Throws std::runtime_error (fork/pipe failures).
   Node& start(const NodeSpec& spec);

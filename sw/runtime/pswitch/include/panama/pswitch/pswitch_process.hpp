@@ -20,6 +20,8 @@ struct PswitchProcessOptions {
   // Longest idle sleep of the polling loop in microseconds (runtime::IdleBackoff);
   // 0 busy-polls (a core per PSwitch, real NICs).
   uint32_t idle_sleep_us = 0;
+  // Keep polling until idle this long before backing off (IdleBackoffConfig::spin_us).
+  uint32_t idle_spin_us = 0;
 };
 
 // Returns the process exit code (0 ok, 1 error, message on stderr).

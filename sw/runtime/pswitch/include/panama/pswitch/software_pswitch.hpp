@@ -41,7 +41,7 @@ class SoftwarePswitch {
   // says (runtime::IdleBackoff: 0 busy-polls and yields, the right setting
   // with a core per PSwitch; above 0 it sleeps up to that many microseconds,
   // for machines whose cores are shared with the workers).
-  void run(const std::atomic<bool>& stop, uint32_t idle_sleep_us = 0);
+  void run(const std::atomic<bool>& stop, uint32_t idle_sleep_us = 0, uint32_t idle_spin_us = 0);
 
   const PswitchSettings& settings() const;
   const std::string& name() const;
