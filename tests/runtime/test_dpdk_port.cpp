@@ -226,6 +226,22 @@ TEST_CASE("IdleBackoff: spins, then sleeps with a doubling bound, and spins agai
   CHECK_FALSE(busy.idle());
   CHECK(busy.idle());
   CHECK(busy.sleeps() == 0);
+
+  // A spin time: past the spin count it yields (gives the CPU up, no sleep)
+  // until idle that long. An hour is never reached here; a microsecond is
+  // over by the time of the check after a sleep-free yield or two.
+  IdleBackoff patient({2, 1, 8, 3600u * 1000000u});
+  for (int i = 0; i < 2; ++i) CHECK_FALSE(patient.idle());
+  for (int i = 0; i < 1000; ++i) REQUIRE(patient.idle());  // yielded
+  CHECK(patient.sleeps() == 0);
+  IdleBackoff brief({0, 1, 8, 1});
+  for (int i = 0; i < 100000 && brief.sleeps() == 0; ++i) brief.idle();
+  CHECK(brief.sleeps() == 1);
+  CHECK(brief.idle());  // still idle: the sleeps go on, doubling
+  CHECK(brief.sleeps() == 2);
+  CHECK_FALSE(brief.after_poll(1));  // work: the next idle period spins (yields) first again
+  CHECK(brief.idle());
+  CHECK(brief.sleeps() == 2);
 }
 
 TEST_CASE("dpdk: attach_frame sends a payload from the caller's memory and reports its release") {
