@@ -607,6 +607,13 @@ void report_switches(const std::vector<json>& switch_counters, json& summary) {
             (unsigned long long)q.value("tail_drops", uint64_t{0}),
             q.value("max_queue_bytes", uint64_t{0}) / 1024.0,
             (unsigned long long)st["switch"].value("shared_copies", uint64_t{0}));
+        const uint64_t split = st["switch"].value("split_frames", uint64_t{0});
+        const uint64_t staged = st["switch"].value("staged_emissions", uint64_t{0});
+        if (split != 0 || staged != 0) {
+          std::printf(
+              "  frames added from the workers' buffers %llu, emissions written into their mbufs %llu\n",
+              (unsigned long long)split, (unsigned long long)staged);
+        }
       }
     } catch (const json::exception&) {
       std::printf("PSwitch %s: incomplete counters\n", st.value("name", "?").c_str());
