@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
                  "before backing off, every polling loop keeps polling until idle this many microseconds "
                  "(-1: " +
                      std::to_string(panama::cluster::kThreadsIdleSpinUs) +
-                     " with --nodes threads, where two busy threads fit two CPUs; 0 otherwise)")
+                     " with --nodes threads, PANAMA or ring, whose loops hand frames to each other in one "
+                     "process; 0 with processes, where more loops than CPUs poll)")
       ->check(CLI::Range(int64_t{-1}, int64_t{1000000}))
       ->capture_default_str();
   app.add_option("--streaming-copy-bytes", o.streaming_copy_bytes,

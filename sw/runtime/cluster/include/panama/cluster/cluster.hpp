@@ -57,9 +57,10 @@ struct ClusterOptions {
   uint32_t idle_sleep_us = 50;
   // Before backing off, every polling loop keeps polling until idle for
   // this long (IdleBackoffConfig::spin_us). -1: the mode's default
-  // (kThreadsIdleSpinUs with --nodes threads and in-network aggregation,
-  // where the progress thread and the PSwitch thread are the only busy
-  // threads; 0 otherwise, where more loops than CPUs poll).
+  // (kThreadsIdleSpinUs with --nodes threads, where the loops hand frames
+  // to each other within one process and a yield gives the CPU to any
+  // runnable thread at once; for the ring baseline too, which gains as
+  // much from it; 0 with processes, where more loops than CPUs poll).
   int64_t idle_spin_us = -1;
   // RuntimeOptions::streaming_copy_bytes of every worker. On by default
   // here, off in the runtime: in the virtual cluster one CPU's cache holds
@@ -93,7 +94,7 @@ constexpr uint32_t kThreadsIdleSpinUs = 2000;
 // ClusterOptions::idle_spin_us with -1 resolved for the run's mode.
 inline uint32_t idle_spin_us(const ClusterOptions& o) {
   if (o.idle_spin_us >= 0) return static_cast<uint32_t>(o.idle_spin_us);
-  return o.in_process && !o.ring_baseline ? kThreadsIdleSpinUs : 0;
+  return o.in_process ? kThreadsIdleSpinUs : 0;
 }
 
 struct WorkerOptions {
