@@ -261,6 +261,14 @@ inline FrameClass classify_frame(const uint8_t* frame, uint32_t len, uint16_t ud
   return FrameClass::kOk;
 }
 
+// A frame held in two pieces (its first kPayloadOffset bytes at `head`, the
+// rest at `payload`, as a worker sending from its own memory chains them)
+// written contiguously to `dst` (`len` bytes in all, len > kPayloadOffset).
+inline void join_frame(uint8_t* dst, const uint8_t* head, const uint8_t* payload, uint32_t len) {
+  for (uint32_t i = 0; i < kPayloadOffset; ++i) dst[i] = head[i];
+  for (uint32_t i = kPayloadOffset; i < len; ++i) dst[i] = payload[i - kPayloadOffset];
+}
+
 // Writes the 64 header bytes of a PANAMA frame carrying `h.elem_count`
 // elements: lengths and the IPv4 header checksum are computed, the UDP
 // checksum is 0 (not used), DF is set, padding is zero. The payload

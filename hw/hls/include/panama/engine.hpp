@@ -103,8 +103,7 @@ class Engine {
         break;
       case SlotOp::kPass:
         if (split) {  // passed on whole: one piece
-          for (uint32_t i = 0; i < wire::kPayloadOffset; ++i) out_[i] = head[i];
-          for (uint32_t i = wire::kPayloadOffset; i < len; ++i) out_[i] = payload[i - wire::kPayloadOffset];
+          wire::join_frame(out_, head, payload, len);
           sink(static_cast<const uint8_t*>(out_), len);
         } else {
           sink(head, len);
@@ -134,18 +133,30 @@ class Engine {
   uint16_t udp_port() const { return rules_.udp_port(); }
 
  private:
+  // Whether a sink offers buffer(len). C++14: Vitis HLS compiles this header.
+  template <class...>
+  struct Voider {
+    using type = void;
+  };
   template <class Sink, class = void>
   struct HasBuffer : std::false_type {};
   template <class Sink>
-  struct HasBuffer<Sink, std::void_t<decltype(std::declval<Sink&>().buffer(uint32_t{}))>> : std::true_type {};
+  struct HasBuffer<Sink, typename Voider<decltype(std::declval<Sink&>().buffer(uint32_t{}))>::type>
+      : std::true_type {};
+  template <class Sink>
+  static uint8_t* sink_buffer(Sink& sink, uint32_t len, std::true_type) {
+    return sink.buffer(len);
+  }
+  template <class Sink>
+  static uint8_t* sink_buffer(Sink&, uint32_t, std::false_type) {
+    return nullptr;
+  }
 
   template <class Sink>
   void emit(const wire::Header& h, const uint32_t* d, Sink& sink) {
     const uint32_t len = wire::frame_length(h.elem_count);
-    uint8_t* o = out_;
-    if constexpr (HasBuffer<Sink>::value) {
-      if (uint8_t* b = sink.buffer(len)) o = b;
-    }
+    uint8_t* b = sink_buffer(sink, len, HasBuffer<Sink>{});
+    uint8_t* o = b ? b : out_;
     wire::write_headers(o, h);
     fp32_store_run(o + wire::kPayloadOffset, d, h.elem_count);
     sink(static_cast<const uint8_t*>(o), len);

@@ -55,8 +55,8 @@ class EngineBackend {
                                             bool mac_error = false) {
     (void)buffer;
     if (!payload || len <= wire::kPayloadOffset) return process_frame(head, len, sink, mac_error);
-    joined_.assign(head, head + wire::kPayloadOffset);
-    joined_.insert(joined_.end(), payload, payload + (len - wire::kPayloadOffset));
+    joined_.resize(len);
+    wire::join_frame(joined_.data(), head, payload, len);
     return process_frame(joined_.data(), len, sink, mac_error);
   }
 

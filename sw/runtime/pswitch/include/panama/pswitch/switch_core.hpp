@@ -194,8 +194,8 @@ class SwitchCore {
   // The frame contiguous: `head` itself, or both pieces joined in joined_.
   const uint8_t* whole(const uint8_t* head, const uint8_t* payload, uint32_t len) {
     if (!payload || len <= wire::kPayloadOffset) return head;
-    joined_.assign(head, head + wire::kPayloadOffset);
-    joined_.insert(joined_.end(), payload, payload + (len - wire::kPayloadOffset));
+    joined_.resize(len);
+    wire::join_frame(joined_.data(), head, payload, len);
     return joined_.data();
   }
 
