@@ -34,7 +34,7 @@ class MbufOut : public FrameOut {
   ~MbufOut() override { DpdkPort::free_bulk(pending_, n_); }
 
   uint8_t* begin_frame(uint32_t len) override {
-    if (n_ == kBurst && flush() == 0 && n_ == kBurst) return nullptr;
+    if (!room()) return nullptr;
     uint8_t* d = nullptr;
     cur_ = port_.alloc_frame(len, &d);
     return cur_ ? d : nullptr;
@@ -43,7 +43,7 @@ class MbufOut : public FrameOut {
   bool read_elsewhere() const override { return port_.tx_hands_over_mbufs(); }
   bool can_attach() const override { return port_.tx_can_attach(); }
   uint8_t* begin_frame_attached(const uint8_t* payload, uint32_t payload_len, BufferHold* hold) override {
-    if (n_ == kBurst && flush() == 0 && n_ == kBurst) return nullptr;
+    if (!room()) return nullptr;
     uint8_t* d = nullptr;
     hold->acquire();
     cur_ = port_.attach_frame(wire::kPayloadOffset, &d, payload, payload_len, &release_hold, hold);
@@ -53,13 +53,16 @@ class MbufOut : public FrameOut {
   // For UplinkOut: the frame just written, handed to another port's queue.
   rte_mbuf* take_current() { return cur_; }
   bool push(rte_mbuf* m) {
-    if (n_ == kBurst && flush() == 0 && n_ == kBurst) return false;
+    if (!room()) return false;
     pending_[n_++] = m;
     return true;
   }
 
   // Runs on the thread that frees the frame's last reference (the reader's).
   static void release_hold(void*, void* opaque) { static_cast<BufferHold*>(opaque)->release(); }
+
+  // A slot for one more frame, flushing first when the burst is full.
+  bool room() { return n_ < kBurst || flush() > 0; }
 
   uint16_t flush() {
     if (n_ == 0) return 0;

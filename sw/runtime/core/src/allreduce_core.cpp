@@ -222,7 +222,7 @@ void AllreduceCore::finish(Op& op, OpStatus st, const std::string& err) {
   if (op.status != OpStatus::kPending || op.draining) return;
   op.final_status = st;
   op.error = err;
-  if (op.hold && op.hold->in_use() && !aborting_) {
+  if (op.hold && op.hold->in_use()) {
     // Frames sent from the buffer are still queued or being read: the
     // caller may reuse the buffer only once they are released.
     op.draining = true;
@@ -245,15 +245,14 @@ void AllreduceCore::collect_drained() {
   draining_.resize(kept);
 }
 
+// The caller is going away: what fail_all left draining is reported now.
 void AllreduceCore::abort(const std::string& reason) {
-  aborting_ = true;
   if (!failed()) fail_all(reason);
   for (Op* op : draining_) {
     op->draining = false;
     finalize(*op);
   }
   draining_.clear();
-  aborting_ = false;
 }
 
 void AllreduceCore::finalize(Op& op) {

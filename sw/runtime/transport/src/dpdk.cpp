@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <getopt.h>
 #include <sched.h>
@@ -249,53 +250,41 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
   char n[RTE_ETH_NAME_MAX_LEN];
   name_ = rte_eth_dev_get_name_by_port(id, n) == 0 ? std::string(n) : config.name;
 
-  // Mempool: reused when this port was opened before (see Global).
-  const uint32_t room = RTE_PKTMBUF_HEADROOM + config.max_frame_bytes;
-  auto it = g.pools.find(name_);
-  if (it != g.pools.end() && rte_pktmbuf_data_room_size(it->second) >= room &&
-      it->second->size >= config.mbufs) {
-    pool_ = it->second;
-  } else {
+  // Mempools: reused when this port was opened before (see Global).
+  const int socket_id = rte_eth_dev_socket_id(id) < 0 ? 0 : rte_eth_dev_socket_id(id);
+  auto pool_for = [&](std::map<std::string, rte_mempool*>& pools, const char* what, uint16_t priv,
+                      uint32_t room) {
+    auto it = pools.find(name_);
+    if (it != pools.end() && rte_pktmbuf_data_room_size(it->second) >= room &&
+        it->second->size >= config.mbufs)
+      return std::make_pair(it->second, false);
     const std::string pool_name = "pnm_mp" + std::to_string(g.pool_serial++);
-    pool_ = rte_pktmbuf_pool_create(
-        pool_name.c_str(), config.mbufs, 256, 0, static_cast<uint16_t>(room),
-        static_cast<int>(rte_eth_dev_socket_id(id) < 0 ? 0 : rte_eth_dev_socket_id(id)));
-    if (!pool_) {
-      throw DpdkError("cannot create mempool for port " + name_ + " (" + std::to_string(config.mbufs) +
-                      " mbufs of " + std::to_string(room) + " bytes): " + reason(rte_errno) +
-                      " (raise the EAL's -m memory)");
+    rte_mempool* mp = rte_pktmbuf_pool_create(pool_name.c_str(), config.mbufs, 256, priv,
+                                              static_cast<uint16_t>(room), socket_id);
+    if (!mp) {
+      throw DpdkError(std::string("cannot create ") + what + " for port " + name_ + " (" +
+                      std::to_string(config.mbufs) + " mbufs of " + std::to_string(room) +
+                      " bytes): " + reason(rte_errno) + " (raise the EAL's -m memory)");
     }
-    g.pools[name_] = pool_;
-    populate_pool_memory(pool_);
-  }
+    pools[name_] = mp;
+    return std::make_pair(mp, true);
+  };
+  bool created = false;
+  std::tie(pool_, created) = pool_for(g.pools, "mempool", 0, RTE_PKTMBUF_HEADROOM + config.max_frame_bytes);
+  if (created) populate_pool_memory(pool_);
 
   rte_eth_dev_info info;
   int rc = rte_eth_dev_info_get(id, &info);
   if (rc != 0) throw DpdkError("port " + name_ + ": rte_eth_dev_info_get failed: " + reason(rc));
-  {
-    const rte_bus* bus = info.device ? rte_dev_bus(info.device) : nullptr;
-    const std::string driver = info.driver_name ? info.driver_name : "";
-    tx_hands_over_ = driver == "net_ring" || (bus && std::string(rte_bus_name(bus)) == "pci");
-    tx_can_attach_ = config.attach_payloads && driver == "net_ring";
-  }
-  if (tx_can_attach_) {
+  const rte_bus* bus = info.device ? rte_dev_bus(info.device) : nullptr;
+  const std::string driver = info.driver_name ? info.driver_name : "";
+  tx_hands_over_ = driver == "net_ring" || (bus && std::string(rte_bus_name(bus)) == "pci");
+  if (config.attach_payloads && driver == "net_ring") {
     // Mbufs that carry no data of their own, each with the shared-info
     // block of the one buffer it is attached to in its private area.
-    auto at = g.attach_pools.find(name_);
-    if (at != g.attach_pools.end() && at->second->size >= config.mbufs) {
-      attach_pool_ = at->second;
-    } else {
-      const std::string pool_name = "pnm_ap" + std::to_string(g.pool_serial++);
-      const uint16_t priv = RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN);
-      attach_pool_ = rte_pktmbuf_pool_create(
-          pool_name.c_str(), config.mbufs, 256, priv, 0,
-          static_cast<int>(rte_eth_dev_socket_id(id) < 0 ? 0 : rte_eth_dev_socket_id(id)));
-      if (!attach_pool_) {
-        throw DpdkError("cannot create the attach mempool for port " + name_ + ": " + reason(rte_errno) +
-                        " (raise the EAL's -m memory)");
-      }
-      g.attach_pools[name_] = attach_pool_;
-    }
+    attach_pool_ = pool_for(g.attach_pools, "the attach mempool",
+                            RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN), 0)
+                       .first;
   }
   rte_eth_conf conf{};
   if (config.max_frame_bytes > RTE_ETHER_MAX_LEN && info.max_rx_pktlen >= config.max_frame_bytes) {
@@ -307,11 +296,10 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
   }
   uint16_t nrx = config.rx_descriptors, ntx = config.tx_descriptors;
   rte_eth_dev_adjust_nb_rx_tx_desc(id, &nrx, &ntx);
-  const int socket = rte_eth_dev_socket_id(id) < 0 ? 0 : rte_eth_dev_socket_id(id);
-  if ((rc = rte_eth_rx_queue_setup(id, 0, nrx, static_cast<unsigned>(socket), nullptr, pool_)) != 0) {
+  if ((rc = rte_eth_rx_queue_setup(id, 0, nrx, static_cast<unsigned>(socket_id), nullptr, pool_)) != 0) {
     throw DpdkError("port " + name_ + ": RX queue set-up failed: " + reason(rc));
   }
-  if ((rc = rte_eth_tx_queue_setup(id, 0, ntx, static_cast<unsigned>(socket), nullptr)) != 0) {
+  if ((rc = rte_eth_tx_queue_setup(id, 0, ntx, static_cast<unsigned>(socket_id), nullptr)) != 0) {
     throw DpdkError("port " + name_ + ": TX queue set-up failed: " + reason(rc));
   }
   if ((rc = rte_eth_dev_start(id)) != 0) throw DpdkError("port " + name_ + ": start failed: " + reason(rc));
@@ -412,9 +400,7 @@ rte_mbuf* DpdkPort::attach_frame(uint32_t header_len, uint8_t** header, const ui
                             static_cast<uint16_t>(payload_len), shinfo);
   seg->data_len = static_cast<uint16_t>(payload_len);
   seg->pkt_len = payload_len;
-  head->next = seg;
-  head->nb_segs = 2;
-  head->pkt_len = header_len + payload_len;
+  rte_pktmbuf_chain(head, seg);  // two segments: cannot exceed the segment limit
   return head;
 }
 

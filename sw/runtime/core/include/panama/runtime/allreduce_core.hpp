@@ -282,7 +282,6 @@ class AllreduceCore {
   std::unordered_map<OpId, std::unique_ptr<Op>> ops_;
   std::vector<OpId> finished_released_;
   std::vector<Op*> draining_;  // finished, waiting for their attached frames to be released
-  bool aborting_ = false;
   OpId next_op_ = 1;
   size_t pending_ = 0;
   size_t rr_ = 0;  // round-robin start tree for sending

@@ -184,7 +184,6 @@ class DpdkPort {
   rte_mempool* pool_ = nullptr;
   rte_mempool* attach_pool_ = nullptr;  // net_ring: mbufs for attach_frame's payload segments
   bool tx_hands_over_ = false;
-  bool tx_can_attach_ = false;
   bool started_ = false;
   uint64_t rx_packets_ = 0, rx_bytes_ = 0, tx_packets_ = 0, tx_bytes_ = 0, tx_full_ = 0;
 };
