@@ -19,7 +19,7 @@ WORKERS=${WORKERS:-"2 4 8"}
 TREES=${TREES:-"1 2 4"}
 RING=${RING:-1}
 EXTRA=${EXTRA:-}
-EXE=${EXE:-"$BUILD_DIR/sw/runtime/cluster/panama-cluster"}
+EXE=${EXE:-"$BUILD_DIR/sw/cluster/panama-cluster"}
 if [ ! -x "$EXE" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$BUILD_DIR" --target panama-cluster -j "${JOBS:-2}" >&2

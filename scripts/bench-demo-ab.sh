@@ -7,9 +7,9 @@
 #
 # A variant is a panama-cluster binary, optionally followed by arguments
 # after a colon:
-#   scripts/bench-demo-ab.sh <before>/panama-cluster build/sw/runtime/cluster/panama-cluster
-#   scripts/bench-demo-ab.sh "build/sw/runtime/cluster/panama-cluster:--streaming-copy-bytes 0" \
-#                            build/sw/runtime/cluster/panama-cluster
+#   scripts/bench-demo-ab.sh <before>/panama-cluster build/sw/cluster/panama-cluster
+#   scripts/bench-demo-ab.sh "build/sw/cluster/panama-cluster:--streaming-copy-bytes 0" \
+#                            build/sw/cluster/panama-cluster
 # Environment: ROUNDS (8), ARGS (arguments for both, default the demo's:
 # "--nodes threads --no-progress").
 # Prints one line per run (% of the link, per-allreduce times,

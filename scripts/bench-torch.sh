@@ -14,8 +14,8 @@ ITERATIONS=${ITERATIONS:-5}
 
 out=$(mktemp /tmp/panama-bench-torch-XXXXXX)
 trap 'rm -f "$out"' EXIT
-"$BUILD_DIR/sw/runtime/torch/panama-torchrun" --workers "$WORKERS" --no-prefix -- \
-  /usr/bin/python3 -W ignore::UserWarning sw/runtime/torch/bench/bench_allreduce.py \
+"$BUILD_DIR/sw/torch/panama-torchrun" --workers "$WORKERS" --no-prefix -- \
+  /usr/bin/python3 -W ignore::UserWarning sw/torch/bench/bench_allreduce.py \
   --sizes "$SIZES" --iterations "$ITERATIONS" 2>/dev/null | grep '^BENCH ' | cut -c7- > "$out"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys

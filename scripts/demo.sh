@@ -13,4 +13,4 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" --target panama-cluster -j "${JOBS:-2}"
-exec "$BUILD_DIR/sw/runtime/cluster/panama-cluster" --nodes threads "$@"
+exec "$BUILD_DIR/sw/cluster/panama-cluster" --nodes threads "$@"

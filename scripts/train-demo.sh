@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel training with PyTorch over PANAMA: installs what is missing,
 # builds the `panama` torch.distributed backend and panama-torchrun, trains
-# the example MLP (sw/runtime/torch/examples/train_ddp.py) with DDP on 4
+# the example MLP (sw/torch/examples/train_ddp.py) with DDP on 4
 # ranks of the virtual cluster through PANAMA, then the same with Gloo over
 # loopback, and prints both loss curves side by side (docs/pytorch.md).
 # Environment: BUILD_DIR, JOBS, WORKERS (4), STEPS (60).
@@ -18,8 +18,8 @@ out=$(mktemp -d /tmp/panama-train-demo-XXXXXX)
 trap 'rm -rf "$out"' EXIT
 run() {  # backend
   echo "== training with $1 ($WORKERS ranks, $STEPS steps) =="
-  "$BUILD_DIR/sw/runtime/torch/panama-torchrun" --workers "$WORKERS" -- \
-    /usr/bin/python3 -W ignore::UserWarning sw/runtime/torch/examples/train_ddp.py \
+  "$BUILD_DIR/sw/torch/panama-torchrun" --workers "$WORKERS" -- \
+    /usr/bin/python3 -W ignore::UserWarning sw/torch/examples/train_ddp.py \
     --backend "$1" --steps "$STEPS" --curve "$out/$1.json"
 }
 run panama

@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "panama/apply_config.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/engine.hpp"
 
 namespace {

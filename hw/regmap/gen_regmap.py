@@ -145,6 +145,10 @@ def gen_hpp(m):
     o.append("constexpr const char* kEntryCounterNames[kNumEntryCounters] = {")
     o.append("    " + ", ".join(f'"{c["name"].lower()}"' for c in m["entry_counters"]) + "};")
     o.append("")
+    o.append("// Register-mailbox operations of the HLS kernel (ctrl_op).")
+    for op in m["mailbox_ops"]:
+        o.append(f"constexpr uint32_t kMailboxOp{camel(op['name'])} = {op['value']};  // {op['doc']}")
+    o.append("")
     o.append("constexpr uint32_t global_counter_addr(uint32_t counter) { return kGlobalCounterBase + 8 * counter; }")
     o.append("constexpr uint32_t entry_counter_addr(uint32_t entry, uint32_t counter) {")
     o.append("  return kEntryCounterBase + kEntryCounterStride * entry + 8 * counter;")
@@ -236,6 +240,15 @@ def gen_md(m):
     o.append("| --- | --- | --- |")
     for i, c in enumerate(m["entry_counters"]):
         o.append(f"| 0x{8 * i:02X} | {c['name']} | {c['doc']} |")
+    o.append("")
+    o.append("## Register mailbox (HLS kernel)")
+    o.append("")
+    o.append(m["mailbox_doc"])
+    o.append("")
+    o.append("| ctrl_op | name | meaning |")
+    o.append("| --- | --- | --- |")
+    for op in m["mailbox_ops"]:
+        o.append(f"| {op['value']} | {op['name']} | {op['doc']} |")
     return "\n".join(o) + "\n"
 
 

@@ -191,6 +191,10 @@ enum EntryCounter : uint32_t {
 constexpr const char* kEntryCounterNames[kNumEntryCounters] = {
     "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch"};
 
+// Register-mailbox operations of the HLS kernel (ctrl_op).
+constexpr uint32_t kMailboxOpRead = 1;  // Read the register at ctrl_addr into ctrl_rdata.
+constexpr uint32_t kMailboxOpWrite = 2;  // Write ctrl_wdata to the register at ctrl_addr.
+
 constexpr uint32_t global_counter_addr(uint32_t counter) { return kGlobalCounterBase + 8 * counter; }
 constexpr uint32_t entry_counter_addr(uint32_t entry, uint32_t counter) {
   return kEntryCounterBase + kEntryCounterStride * entry + 8 * counter;

@@ -2,7 +2,7 @@
 // PSwitch process per switch and a DPDK worker process per worker (memif
 // links), runs allreduces and checks every result bit for bit against a
 // locally computed reference (exact-summing data: see
-// sw/runtime/cluster/include/panama/cluster/test_data.hpp). These tests run
+// sw/cluster/include/panama/cluster/test_data.hpp). These tests run
 // the binary and assert on its exit code and its JSON summary; the expected
 // counter values are computed here from the chunk mapping.
 #include <fcntl.h>

@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "panama/node_config.hpp"
+#include "panama/config/node_config.hpp"
 
 using namespace panama::config;
 using nlohmann::json;

@@ -12,8 +12,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "panama/cosim.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/cosim/cosim.hpp"
+#include "panama/pcap/pcap_file.hpp"
 #include "panama/regmap.hpp"
 #include "panama/table_entry.hpp"
 #include "support/frames.hpp"

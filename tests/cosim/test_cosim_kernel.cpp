@@ -12,8 +12,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "panama/kernel_cosim.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/cosim/kernel_cosim.hpp"
+#include "panama/pcap/pcap_file.hpp"
 
 using namespace panama;
 using namespace panama::cosim;

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "panama/apply_config.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/driver/errors.hpp"
 #include "panama/driver/register_port.hpp"
 #include "panama/engine_top.hpp"

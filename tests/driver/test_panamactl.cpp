@@ -10,8 +10,8 @@
 
 #include "driver/support/test_xclbin.hpp"
 #include "panama/driver/cmac.hpp"
-#include "panama/node_config.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/config/node_config.hpp"
+#include "panama/pcap/pcap_file.hpp"
 #include "panamactl_cli.hpp"
 #include "support/frames.hpp"
 #include "support/temp_dir.hpp"

@@ -16,8 +16,8 @@
 #include "driver/driver_errors.hpp"
 #include "driver/support/test_xclbin.hpp"
 #include "panama/driver/simulation.hpp"
-#include "panama/engine_counters.hpp"
-#include "panama/node_config.hpp"
+#include "panama/engine/counters.hpp"
+#include "panama/config/node_config.hpp"
 #include "panama/regmap.hpp"
 #include "support/frames.hpp"
 #include "support/temp_dir.hpp"
@@ -231,6 +231,16 @@ std::string temp_dir() {
 using panama::test::kind_of;
 
 }  // namespace
+
+TEST_CASE("the build's engine backends are all registered", "[driver][sim]") {
+  // sim/cosim registers the "rtl" backend in every program that links it;
+  // this one does wherever the RTL is built.
+#ifdef PANAMA_TEST_HAVE_RTL
+  CHECK(rtl_engine_available());
+#else
+  CHECK_FALSE(rtl_engine_available());
+#endif
+}
 
 TEST_CASE("driver end to end on the simulation backend: configure, traffic, counters", "[driver][sim]") {
   const std::string spec = GENERATE(as<std::string>{}, "sim", "sim:model");

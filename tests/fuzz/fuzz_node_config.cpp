@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_input.hpp"
-#include "panama/node_config.hpp"
+#include "panama/config/node_config.hpp"
 
 using nlohmann::json;
 using panama::config::ConfigError;

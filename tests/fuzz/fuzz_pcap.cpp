@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "fuzz_input.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/pcap/pcap_file.hpp"
 
 using namespace panama::pcapio;
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <tuple>
 
-#include "panama/node_config.hpp"
+#include "panama/config/node_config.hpp"
 #include "panama/wire.hpp"
 #include "pcap/pcap_test_util.hpp"
 #include "support/frames.hpp"

@@ -10,7 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "panama/regmap.hpp"
-#include "panama/rtl_engine.hpp"
+#include "panama/cosim/rtl_engine.hpp"
 #include "panama/wire.hpp"
 #include "support/frames.hpp"
 

@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "panama/engine_backend.hpp"
+#include "panama/engine/backend.hpp"
 #include "panama/regmap.hpp"
 #include "panama/wire.hpp"
 #include "support/frames.hpp"

@@ -2,8 +2,8 @@
 #include <memory>
 #include <sstream>
 
-#include "panama/cosim.hpp"
-#include "panama/engine_backend.hpp"
+#include "panama/cosim/cosim.hpp"
+#include "panama/engine/backend.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::cosim {

@@ -1,6 +1,6 @@
 // Co-simulation scenarios and summaries (cosim.hpp); the
 // comparison itself is in compare.cpp.
-#include "panama/cosim.hpp"
+#include "panama/cosim/cosim.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "panama/cosim.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/cosim/cosim.hpp"
+#include "panama/pcap/pcap_file.hpp"
 
 using namespace panama::cosim;
 

@@ -1,5 +1,5 @@
 // The RTL-versus-kernel comparison of a scenario (kernel_cosim.hpp).
-#include "panama/kernel_cosim.hpp"
+#include "panama/cosim/kernel_cosim.hpp"
 
 #include <memory>
 #include <random>

@@ -1,5 +1,5 @@
-// The "rtl" engine backend (panama/rtl_backend.hpp).
-#include "panama/rtl_backend.hpp"
+// The "rtl" engine backend (panama/cosim/rtl_backend.hpp).
+#include "panama/cosim/rtl_backend.hpp"
 
 namespace panama::cosim {
 

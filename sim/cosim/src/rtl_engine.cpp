@@ -1,6 +1,6 @@
 // RtlEngine: drives the Verilated panama_engine through its AXI4-Stream and
 // AXI4-Lite ports, one clock at a time (see rtl_engine.hpp).
-#include "panama/rtl_engine.hpp"
+#include "panama/cosim/rtl_engine.hpp"
 
 #include <cstring>
 #include <deque>

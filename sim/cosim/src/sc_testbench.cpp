@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "Vpanama_engine_sc.h"
-#include "panama/cosim.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/cosim/cosim.hpp"
+#include "panama/pcap/pcap_file.hpp"
 #include "panama/regmap.hpp"
 
 using namespace panama;

@@ -56,13 +56,13 @@
 #include "ns3/traffic-control-helper.h"
 #include "ns3/uinteger.h"
 
-#include "panama/apply_config.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/engine.hpp"
-#include "panama/engine_counters.hpp"
+#include "panama/engine/counters.hpp"
 #include "panama/pswitch/switch_core.hpp"
-#include "panama/register_access.hpp"
+#include "panama/engine/register_access.hpp"
 #include "panama/runtime/allreduce_core.hpp"
 #include "panama/wire.hpp"
 

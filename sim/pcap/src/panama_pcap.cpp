@@ -11,11 +11,11 @@
 #include <cstdio>
 #include <iostream>
 
-#include "panama/apply_config.hpp"
-#include "panama/engine_backend.hpp"
-#include "panama/engine_counters.hpp"
-#include "panama/node_config.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/engine/apply_config.hpp"
+#include "panama/engine/backend.hpp"
+#include "panama/engine/counters.hpp"
+#include "panama/config/node_config.hpp"
+#include "panama/pcap/pcap_file.hpp"
 
 namespace {
 

@@ -19,8 +19,8 @@
 #include <random>
 #include <vector>
 
-#include "panama/node_config.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/config/node_config.hpp"
+#include "panama/pcap/pcap_file.hpp"
 #include "panama/wire.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // Reading, validating and writing node configuration files
 // (docs/configuration.md). Every error names the origin, the JSON path and
 // what is wrong, because the person reading it is fixing a file by hand.
-#include "panama/node_config.hpp"
+#include "panama/config/node_config.hpp"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,6 @@
 #include "panama/driver/register_port.hpp"
 
 #include "panama/driver/errors.hpp"
-#include "panama/engine_top.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::driver {
@@ -32,12 +31,12 @@ void MailboxPort::request(uint32_t op, uint32_t offset, uint32_t value) {
 }
 
 uint32_t MailboxPort::read32(uint32_t offset) {
-  request(kCtrlOpRead, offset, 0);
+  request(regmap::kMailboxOpRead, offset, 0);
   return raw_.read32(layout_.ctrl_rdata);
 }
 
 void MailboxPort::write32(uint32_t offset, uint32_t value) {
-  request(kCtrlOpWrite, offset, value);
+  request(regmap::kMailboxOpWrite, offset, value);
 }
 
 }  // namespace panama::driver

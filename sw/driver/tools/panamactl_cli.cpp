@@ -22,9 +22,9 @@
 #include "panama/driver/register_port.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/driver/xclbin.hpp"
-#include "panama/engine_counters.hpp"
-#include "panama/node_config.hpp"
-#include "panama/pcap_file.hpp"
+#include "panama/engine/counters.hpp"
+#include "panama/config/node_config.hpp"
+#include "panama/pcap/pcap_file.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::driver {

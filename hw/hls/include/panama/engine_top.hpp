@@ -12,13 +12,6 @@
 #include "panama/hls_compat.hpp"
 #include "panama/kernel.hpp"
 
-namespace panama {
-
-constexpr uint32_t kCtrlOpRead = kernel::kCtrlOpRead;
-constexpr uint32_t kCtrlOpWrite = kernel::kCtrlOpWrite;
-
-}  // namespace panama
-
 // The top function lives at global scope so that Vitis HLS's `set_top` can
 // name it directly. One call serves at most one register access and one
 // frame; under Vitis (ap_ctrl_none) the kernel runs it continuously.

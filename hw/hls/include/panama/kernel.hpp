@@ -64,9 +64,10 @@ static_assert(wire::kMaxFrameBytes % kBeatBytes == 0, "frames are whole beats");
 static_assert(wire::kPayloadOffset % kBeatBytes == 0, "payload starts on a beat boundary");
 static_assert(kLanes * wire::kElemBytes == kBeatBytes, "one fp32 per lane");
 
-// Control ops of the register mailbox (docs/hls.md).
-constexpr uint32_t kCtrlOpRead = 1;
-constexpr uint32_t kCtrlOpWrite = 2;
+// Control ops of the register mailbox: one definition, in the register map
+// (docs/register-map.md, "Register mailbox").
+constexpr uint32_t kCtrlOpRead = regmap::kMailboxOpRead;
+constexpr uint32_t kCtrlOpWrite = regmap::kMailboxOpWrite;
 
 // ------------------------------------------------------------- stream types
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "panama/engine_backend.hpp"
+#include "panama/engine/backend.hpp"
 #include "panama/table_entry.hpp"
 
 namespace panama::runtime {

@@ -10,7 +10,7 @@
 #include <set>
 #include <sstream>
 
-#include "panama/node_config.hpp"
+#include "panama/config/node_config.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::runtime {

@@ -6,7 +6,7 @@
 // The protocol is the project's own: workers drive the unmodified
 // AllreduceCore (sw/runtime/core), every PSwitch runs SwitchCore around the
 // HLS engine model (hw/hls) on the real frame bytes, and the controller
-// (sw/runtime/controller) computes trees, fan-ins, child ids and shares.
+// (sw/controller) computes trees, fan-ins, child ids and shares.
 // docs/network-simulation.md is the user guide.
 #pragma once
 

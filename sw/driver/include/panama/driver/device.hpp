@@ -19,7 +19,7 @@
 
 #include "panama/driver/errors.hpp"
 #include "panama/driver/xclbin.hpp"
-#include "panama/register_access.hpp"
+#include "panama/engine/register_access.hpp"
 
 namespace panama::config {
 struct NodeConfig;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "panama/driver/kernel_names.hpp"
-#include "panama/register_access.hpp"
+#include "panama/engine/register_access.hpp"
 
 namespace panama::driver {
 

@@ -1,6 +1,6 @@
 // The simulation backend: a PANAMA engine simulated in this process behind
 // the same Device interface as a card. The engine is one of the engine
-// backends (panama/engine_backend.hpp): the Verilated RTL, driven through
+// backends (panama/engine/backend.hpp): the Verilated RTL, driven through
 // its AXI4-Lite and AXI4-Stream ports, when the build has it, else the HLS
 // C++ model; both implement the register map of include/panama/regmap.hpp.
 //
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "panama/driver/device.hpp"
-#include "panama/engine_backend.hpp"
+#include "panama/engine/backend.hpp"
 
 namespace panama::driver {
 

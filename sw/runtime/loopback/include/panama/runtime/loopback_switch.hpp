@@ -7,7 +7,7 @@
 // receive exercises retransmission. It exists so that the runtime's tests,
 // the example's --loopback mode and the worker benchmark run a real
 // end-to-end allreduce without other processes; the full software PSwitch
-// (queues, ECN marking, trees of switches) is sw/runtime/pswitch. It is a
+// (queues, ECN marking, trees of switches) is sw/pswitch. It is a
 // library of its own (panama_loopback_switch), not part of the runtime API.
 #pragma once
 

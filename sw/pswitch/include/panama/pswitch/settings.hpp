@@ -1,0 +1,89 @@
+// The software PSwitch's own settings: the "pswitch" section of a node config.
+//
+// The engine table (entries, shares, addresses) lives in the node config's
+// engine part and is applied through sw/config; this section describes what
+// only the switch around the engine needs: its ports (virtual device, link
+// rate, output queue, ECN threshold, fault injection), which port is the
+// parent and which are the children of each (job, tree), and a static MAC
+// table for ordinary traffic. docs/pswitch.md documents every key.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "panama/config/node_config.hpp"
+
+namespace panama::pswitch {
+
+using Mac = config::MacAddress;
+
+// Thrown for a section that cannot be used; the message names the key.
+struct SettingsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct PortSettings {
+  std::string name;                   // the neighbour's name, used by "trees" and "mac_table"
+  std::string vdev;                   // DPDK device spec, e.g. "net_memif0,role=server,socket=/tmp/x.sock"
+  double rate_gbps = 10.0;            // emulated link rate of the output queue; 0 = unlimited
+  uint64_t queue_bytes = 4u << 20;    // output queue capacity; tail drop beyond
+  uint64_t ecn_k_bytes = 256u << 10;  // CE marking threshold K; 0 = never mark
+  double loss = 0.0;                  // probability a frame sent on this port is dropped
+  double dup = 0.0;                   // ... is sent twice
+  double reorder = 0.0;               // ... is held back and sent after the next frame
+  bool uplink = false;                // towards a spine: flooding never goes uplink -> uplink
+};
+
+struct TreePorts {
+  uint16_t job = 0;
+  uint8_t tree = 0;
+  int parent = -1;                 // port index of the parent; -1 at the root
+  std::vector<uint32_t> children;  // port indices results are replicated to
+  // The ingress binding: children[i] may speak for this tree only as child
+  // id child_ids[i] (the worker's child id at a leaf, the lower PSwitch's
+  // out_child_id above). Parallel to `children`; "child_ids" in the JSON,
+  // by default the position in "children" (the controller's rule).
+  std::vector<uint16_t> child_ids;
+};
+
+struct MacRoute {
+  Mac mac{};
+  uint32_t port = 0;
+};
+
+struct PswitchSettings {
+  std::string name = "pswitch";
+  uint64_t seed = 1;  // fault injection seed (each port derives its own stream)
+  // The engine backend (panama/engine/backend.hpp) that aggregates: "model"
+  // (the HLS C++ engine) or "rtl" (the Verilated RTL, cycle by cycle: slow,
+  // for checking the hardware in a live cluster).
+  std::string engine = "model";
+  // The queue in front of the engine: frames wait here when the engine (a
+  // software model, slower than the links) is the bottleneck, and are marked
+  // CE above K like at any output port, so the workers' windows see it.
+  uint64_t engine_queue_bytes = 4u << 20;
+  uint64_t engine_ecn_k_bytes = 256u << 10;
+  std::vector<PortSettings> ports;
+  std::vector<TreePorts> trees;
+  std::vector<MacRoute> mac_table;
+
+  int port_index(const std::string& name) const;
+  const TreePorts* find_tree(uint16_t job, uint8_t tree) const;
+};
+
+// Parses and validates a "pswitch" section; throws SettingsError naming the key.
+PswitchSettings settings_from_json(const nlohmann::json& j);
+
+// Checks the section against the engine table it sits beside: every tree has
+// an engine entry with the same (job, tree), root exactly when it has no
+// parent, whose child ids include every bound child id; every entry has a
+// tree (else its emissions would have nowhere to go). Throws SettingsError.
+void check_trees_against_entries(const PswitchSettings& s, const std::vector<config::EntryConfig>& entries);
+nlohmann::json settings_to_json(const PswitchSettings& s);
+
+}  // namespace panama::pswitch
