@@ -7,8 +7,9 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git python3 clang-format
-  # hardware: RTL simulation, co-simulation, synthesis estimates
-  verilator libsystemc-dev yosys
+  # hardware: RTL simulation, co-simulation, synthesis estimates; tclsh runs
+  # the Vitis flow's Tcl against stubs of Vivado's commands
+  verilator libsystemc-dev yosys tcl
   # formal checks of the RTL (yosys-smtbmc solvers)
   z3 boolector
   # Alveo host stack

@@ -41,7 +41,7 @@ def expand(pattern, n):
     return pattern.replace("{interface}", str(n))
 
 
-def check(board_name, board, deployment, ports, cmac, kernels, clock_hz, cfg_text, tcl_text, tcl_path):
+def check(board_name, board, deployment, ports, cmac, kernels, clock_hz, probe, cfg_text, tcl_text, tcl_path):
     errors = []
     where = f"{board_name}/{deployment}"
     engine = kernels["rtl_two_port"] if deployment == "two_port" else kernels["rtl"]
@@ -74,20 +74,36 @@ def check(board_name, board, deployment, ports, cmac, kernels, clock_hz, cfg_tex
     adv = {v for k, v in cfg.get("advanced", []) if k == "param"}
     if adv != {f"compiler.userPostSysLinkOverlayTcl={tcl_path}"}:
         fail(errors, f"{where}: [advanced] {sorted(adv)} does not name {tcl_path}")
-    # The hook: every CMAC's GT port, reference clock and free-running clock.
-    conns = set(re.findall(r"connect_bd_intf_net \[panama_pin intf_ports (\S+)\] \[panama_pin intf_pins (\S+)\]", tcl_text))
-    frees = set(re.findall(r"connect_bd_net \[panama_pin pins (\S+)\] \$_pin", tcl_text))
+    # The hook: every CMAC's GT port and reference clock of its cage in the
+    # probed scheme, the probed free-running clock; the probe lists in the
+    # table's order, and the board's own names among them.
+    conns = set(re.findall(r"connect_bd_intf_net \[panama_(gt|refclk)_port (\d)\] \[panama_pin intf_pins (\S+)\]", tcl_text))
     free_pins = set(re.findall(r"set _pin \[panama_pin pins (\S+)\]", tcl_text))
+    frees = len(re.findall(r"connect_bd_net \$panama_freerun \$_pin", tcl_text))
     want_conns, want_free_pins = set(), set()
     for n, c in zip(ports, cmacs):
-        want_conns.add((board["gt"][n], f"{c}/{expand(cmac['gt_pin'], n)}"))
-        want_conns.add((board["refclk"][n], f"{c}/{expand(cmac['refclk_pin'], n)}"))
+        want_conns.add(("gt", str(n), f"{c}/{expand(cmac['gt_pin'], n)}"))
+        want_conns.add(("refclk", str(n), f"{c}/{expand(cmac['refclk_pin'], n)}"))
         want_free_pins.add(f"{c}/{cmac['freerun_pin']}")
     if conns != want_conns:
         fail(errors, f"{where}: hook connects {sorted(conns)} != {sorted(want_conns)}")
-    if frees != {board["freerun_clk"]} or free_pins != want_free_pins:
-        fail(errors, f"{where}: free-running clock {sorted(frees)} -> {sorted(free_pins)}, "
-                     f"want {board['freerun_clk']} -> {sorted(want_free_pins)}")
+    if frees != len(cmacs) or free_pins != want_free_pins:
+        fail(errors, f"{where}: free-running clock -> {sorted(free_pins)} ({frees} connections), "
+                     f"want -> {sorted(want_free_pins)}")
+    m = re.search(r"set panama_gt_schemes \{\n(.*?)\n\}", tcl_text, re.S)
+    got_schemes = [l.strip().strip("{}").split() for l in m.group(1).splitlines()] if m else []
+    want_schemes = [[s["refclk"][0], s["gt"][0], s["refclk"][1], s["gt"][1]] for s in probe["gt_schemes"]]
+    if got_schemes != want_schemes:
+        fail(errors, f"{where}: hook probes GT schemes {got_schemes} != {want_schemes} (boards.json probe)")
+    m = re.search(r"set panama_freerun_clocks \{\n(.*?)\n\}", tcl_text, re.S)
+    got_free = [l.strip().strip("{}").split() for l in m.group(1).splitlines()] if m else []
+    want_free = [[c["kind"], c["name"]] for c in probe["freerun"]]
+    if got_free != want_free:
+        fail(errors, f"{where}: hook probes free-running clocks {got_free} != {want_free} (boards.json probe)")
+    if not any(s["gt"] == board["gt"] and s["refclk"] == board["refclk"] for s in probe["gt_schemes"]):
+        fail(errors, f"{where}: the board's GT names {board['gt']}/{board['refclk']} are not a probed scheme")
+    if board["freerun_clk"] not in [c["name"] for c in probe["freerun"]]:
+        fail(errors, f"{where}: the board's free-running clock {board['freerun_clk']} is not probed")
     if f"({board['refclk_mhz']} MHz)" not in tcl_text:
         fail(errors, f"{where}: hook does not state the {board['refclk_mhz']} MHz reference clock")
     for stale in ("gt_ref_clk", "init_clk", "refclkb", "gt_serial_port:"):
@@ -141,6 +157,12 @@ def main():
     cmac, clock_hz = boards["cmac"], boards["kernel_clock_hz"]
     errors, checked = [], 0
     for name, board in boards["boards"].items():
+        # The QSFP28 transceivers of every U5x card are in SLR1 (VNx's Makefile
+        # rewrites SLR2 to SLR1 for them; ACCL's gen_config.py: gt_slr 1 for
+        # u50 and u55c), those of the U280 and U250 in SLR2.
+        want_slr = "SLR1" if name.startswith("u5") else "SLR2"
+        if board["slr"] != want_slr:
+            errors.append(f"{name}: engine and CMAC placed in {board['slr']}, the transceivers are in {want_slr}")
         # Table sanity: reference clock A (VNx), the per-board frequencies.
         if board["refclk_mhz"] not in (156.25, 161.1328125):
             errors.append(f"{name}: GT reference clock {board['refclk_mhz']} MHz is neither 156.25 nor 161.1328125")
@@ -153,7 +175,7 @@ def main():
             except OSError as e:
                 errors.append(f"{name}/{dep}: {e}")
                 continue
-            args = (name, board, dep, d["ports"], cmac, kernels, clock_hz)
+            args = (name, board, dep, d["ports"], cmac, kernels, clock_hz, boards["probe"])
             errors += check(*args, cfg_text, tcl_text, tcl_path)
             checked += 1
             if self_test:
@@ -162,9 +184,11 @@ def main():
                     (cfg_text.replace(f":{board['slr']}", ":SLR0", 1), tcl_text),
                     (cfg_text.replace(f"freqHz={clock_hz}:cmac_0", "freqHz=322265625:cmac_0"), tcl_text),
                     (cfg_text.replace("cmac_0.M_AXIS", "cmac_0.M_AXIS0"), tcl_text),
-                    (cfg_text, tcl_text.replace(board["refclk"][0], board["refclk"][0].replace("refclka", "refclkb"))),
+                    (cfg_text, tcl_text.replace("io_clk_qsfp0_refclka_00", "io_clk_qsfp0_refclkb_00")),
                     (cfg_text, tcl_text.replace("gt_serial_port0", "gt_serial_port")),
-                    (cfg_text, tcl_text.replace(board["freerun_clk"], "clk_gt_freerun_wrong")),
+                    (cfg_text, tcl_text.replace("[panama_refclk_port 0]", "[panama_refclk_port 1]")),
+                    (cfg_text, tcl_text.replace("{pins blp_s_aclk_freerun_ref_00}\n", "")),
+                    (cfg_text, tcl_text.replace("connect_bd_net $panama_freerun $_pin", "connect_bd_net $_pin $_pin", 1)),
                 ]
                 for i, (c, t) in enumerate(mutations):
                     if not check(*args, c, t, tcl_path):

@@ -40,11 +40,19 @@ foreach busif {s_axis m_axis s_axis_p1 m_axis_p1 s_axi_control} {
   }
 }
 # The register map: one address block covering the engine's 14 address bits.
-set mm [ipx::add_memory_map s_axi_control $core]
+# ipx::package_project may already have inferred the memory map from the
+# AXI4-Lite interface, and adding a name that exists is an error in batch
+# mode: each object is taken when it exists and created otherwise.
+proc panama_get_or_add {get add name parent} {
+  set obj [$get -quiet $name -of_objects $parent]
+  if {[llength $obj]} { return $obj }
+  return [$add $name $parent]
+}
+set mm [panama_get_or_add ipx::get_memory_maps ipx::add_memory_map s_axi_control $core]
 set_property slave_memory_map_ref s_axi_control [ipx::get_bus_interfaces s_axi_control -of_objects $core]
-set block [ipx::add_address_block reg0 $mm]
+set block [panama_get_or_add ipx::get_address_blocks ipx::add_address_block reg0 $mm]
 set_property range 0x4000 $block
-set ctrl [ipx::add_register CTRL $block]
+set ctrl [panama_get_or_add ipx::get_registers ipx::add_register CTRL $block]
 set_property address_offset 0x000 $ctrl
 set_property size 32 $ctrl
 set_property sdx_kernel true $core
