@@ -15,12 +15,14 @@ const std::vector<Register> kRegisters = {
     {"CONFIGURATION_RX_REG1", kConfigRx1, Kind::kControl, "bit 0 ctl_rx_enable"},
     {"CORE_VERSION_REG", kCoreVersion, Kind::kStatus, "IP version"},
     {"GT_LOOPBACK_REG", kGtLoopback, Kind::kControl, "bit 0: 1 = near-end PMA loopback, 0 = normal"},
-    {"STAT_TX_STATUS_REG", kStatTxStatus, Kind::kStatus, "bit 0 stat_tx_local_fault"},
+    {"STAT_TX_STATUS_REG", kStatTxStatus, Kind::kStatus, "bit 0 stat_tx_local_fault (latched: read twice)"},
     {"STAT_RX_STATUS_REG", kStatRxStatus, Kind::kStatus,
      "bit 0 status, 1 aligned, 2 misaligned, 3 aligned_err, 4 hi_ber, 5 remote_fault, 6 local_fault, "
      "7 internal_local_fault, 8 received_local_fault (latched: read twice)"},
-    {"STAT_RX_BLOCK_LOCK_REG", kStatRxBlockLock, Kind::kStatus, "bits 19:0 block lock per PCS lane"},
-    {"STAT_RX_LANE_SYNC_REG", kStatRxLaneSync, Kind::kStatus, "bits 19:0 lane sync per PCS lane"},
+    {"STAT_RX_BLOCK_LOCK_REG", kStatRxBlockLock, Kind::kStatus,
+     "bits 19:0 block lock per PCS lane (latched: read twice)"},
+    {"STAT_RX_LANE_SYNC_REG", kStatRxLaneSync, Kind::kStatus,
+     "bits 19:0 lane sync per PCS lane (latched: read twice)"},
     {"TICK_REG", kTick, Kind::kControl, "write 1: latch the statistics counters"},
     {"STAT_TX_TOTAL_PACKETS", kStatTxTotalPackets, Kind::kCounter, "frames sent (48 bits, LSW first)"},
     {"STAT_TX_TOTAL_GOOD_PACKETS", kStatTxTotalGoodPackets, Kind::kCounter, "good frames sent"},
@@ -52,6 +54,15 @@ uint64_t counter(RegisterPort& p, uint32_t offset) {
   const uint64_t lo = p.read32(offset);
   const uint64_t hi = p.read32(offset + 4) & 0xFFFF;
   return lo | (hi << 32);
+}
+
+// The status registers latch an event (a lane that lost lock, a fault) until
+// they are read: the first read returns what happened since the last one,
+// the second the state now (as VNx's link_status reads them,
+// Notebooks/vnx_utils.py lines 119-122).
+uint32_t read_now(RegisterPort& p, uint32_t offset) {
+  p.read32(offset);
+  return p.read32(offset);
 }
 
 }  // namespace
@@ -98,11 +109,10 @@ std::string LinkStatus::verdict() const {
 
 LinkStatus read_status(RegisterPort& p) {
   LinkStatus s;
-  p.read32(kStatRxStatus);  // clears the latched bits
-  s.rx_status = p.read32(kStatRxStatus);
-  s.tx_status = p.read32(kStatTxStatus);
-  s.block_lock = p.read32(kStatRxBlockLock);
-  s.lane_sync = p.read32(kStatRxLaneSync);
+  s.rx_status = read_now(p, kStatRxStatus);
+  s.tx_status = read_now(p, kStatTxStatus);
+  s.block_lock = read_now(p, kStatRxBlockLock);
+  s.lane_sync = read_now(p, kStatRxLaneSync);
   s.loopback = p.read32(kGtLoopback);
   s.rsfec_enable = p.read32(kRsfecConfigEnable);
   s.rsfec_status = p.read32(kStatRsfecStatus);
@@ -122,6 +132,11 @@ LinkStatus read_status(RegisterPort& p) {
 void set_rsfec(RegisterPort& p, bool on) {
   p.write32(kRsfecConfigEnable, on ? kRsfecEnableOn : 0);
   p.write32(kRsfecConfigIndCorrection, on ? kRsfecIndCorrectionOn : 0);
+  // The RS-FEC controls take effect when the MAC's user logic leaves reset:
+  // pulse usr_rx_reset and usr_tx_reset (VNx's rsfec setter,
+  // Notebooks/vnx_utils.py lines 270-280).
+  p.write32(kReset, kResetUsrRxTx);
+  p.write32(kReset, 0);
 }
 
 void set_loopback(RegisterPort& p, bool on) {

@@ -1,13 +1,71 @@
 // The HLS kernel's register mailbox.
 #include "panama/driver/register_port.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "panama/driver/errors.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::driver {
 
-MailboxPort::MailboxPort(RegisterPort& raw, const MailboxLayout& layout, uint32_t max_polls)
-    : raw_(raw), layout_(layout), max_polls_(max_polls), seq_(0), synced_(false) {}
+MailboxPort::MailboxPort(RegisterPort& raw, const MailboxLayout& layout, uint32_t max_polls,
+                         std::string lock_path)
+    : raw_(raw),
+      layout_(layout),
+      max_polls_(max_polls),
+      lock_path_(std::move(lock_path)),
+      seq_(0),
+      synced_(false) {}
+
+MailboxPort::~MailboxPort() {
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+namespace {
+
+// Holds an exclusive flock(2) for one transaction.
+class TransactionLock {
+ public:
+  TransactionLock(int fd, const std::string& path) : fd_(fd) {
+    if (fd_ < 0) return;
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        throw DriverError(ErrorKind::kDeviceBusy,
+                          "cannot lock the HLS kernel's mailbox (" + path + "): " + std::strerror(errno));
+      }
+    }
+  }
+  ~TransactionLock() {
+    if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+  }
+  TransactionLock(const TransactionLock&) = delete;
+  TransactionLock& operator=(const TransactionLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+uint32_t MailboxPort::transact(uint32_t op, uint32_t offset, uint32_t value) {
+  if (!lock_path_.empty() && lock_fd_ < 0) {
+    lock_fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock_fd_ < 0) {
+      throw DriverError(ErrorKind::kInvalidArgument,
+                        "cannot open the mailbox lock " + lock_path_ + ": " + std::strerror(errno));
+    }
+  }
+  TransactionLock hold(lock_fd_, lock_path_);
+  // Another process may have used the mailbox since: take its sequence.
+  if (lock_fd_ >= 0) synced_ = false;
+  request(op, offset, value);
+  return op == regmap::kMailboxOpRead ? raw_.read32(layout_.ctrl_rdata) : 0;
+}
 
 void MailboxPort::request(uint32_t op, uint32_t offset, uint32_t value) {
   if (!synced_) {
@@ -31,12 +89,11 @@ void MailboxPort::request(uint32_t op, uint32_t offset, uint32_t value) {
 }
 
 uint32_t MailboxPort::read32(uint32_t offset) {
-  request(regmap::kMailboxOpRead, offset, 0);
-  return raw_.read32(layout_.ctrl_rdata);
+  return transact(regmap::kMailboxOpRead, offset, 0);
 }
 
 void MailboxPort::write32(uint32_t offset, uint32_t value) {
-  request(regmap::kMailboxOpWrite, offset, value);
+  transact(regmap::kMailboxOpWrite, offset, value);
 }
 
 }  // namespace panama::driver

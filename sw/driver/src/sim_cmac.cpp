@@ -9,7 +9,11 @@ namespace panama::driver {
 using namespace cmac;
 
 bool SimCmac::local_rsfec() const {
-  return (rsfec_enable_ & 3) == 3;
+  return (rsfec_active_ & 3) == 3;
+}
+
+void SimCmac::note_link_change() {
+  if (!link_up()) latched_down_.fill(true);
 }
 
 bool SimCmac::link_up() const {
@@ -17,7 +21,7 @@ bool SimCmac::link_up() const {
   if (!cable_) return false;
   // Either direction of RS-FEC alone, or a mismatch with the far end, gives
   // no lock (the far end's encoding is not ours).
-  if ((rsfec_enable_ & 3) != 0 && (rsfec_enable_ & 3) != 3) return false;
+  if ((rsfec_active_ & 3) != 0 && (rsfec_active_ & 3) != 3) return false;
   return local_rsfec() == peer_rsfec_;
 }
 
@@ -40,13 +44,24 @@ uint32_t SimCmac::read32(uint32_t offset) {
       return 1;
     case kConfigRx1:
       return 1;
+    case kReset:
+      return reset_;
+    // A latched register reports the drop once, then the state now.
     case kStatTxStatus:
+      latched_down_[0] = !up;
       return 0;
-    case kStatRxStatus:
-      return up ? (kRxStatus | kRxAligned) : kRxLocalFault;
+    case kStatRxStatus: {
+      const bool shown = up && !latched_down_[1];
+      latched_down_[1] = !up;
+      return shown ? (kRxStatus | kRxAligned) : kRxLocalFault;
+    }
     case kStatRxBlockLock:
-    case kStatRxLaneSync:
-      return up ? kAllPcsLanes : 0;
+    case kStatRxLaneSync: {
+      bool& latch = latched_down_[offset == kStatRxBlockLock ? 2 : 3];
+      const bool shown = up && !latch;
+      latch = !up;
+      return shown ? kAllPcsLanes : 0;
+    }
     case kStatRsfecStatus:
       return 0;
     default:
@@ -63,12 +78,22 @@ void SimCmac::write32(uint32_t offset, uint32_t value) {
   switch (offset) {
     case kGtLoopback:
       loopback_ = value & 1;
+      note_link_change();
       break;
     case kRsfecConfigEnable:
       rsfec_enable_ = value & 3;
       break;
     case kRsfecConfigIndCorrection:
       rsfec_ind_ = value & 7;
+      break;
+    case kReset:
+      // The user logic in reset drops the link; the RS-FEC enables written
+      // so far take effect as it comes out.
+      reset_ = value;
+      if (value & kResetUsrRxTx) {
+        latched_down_.fill(true);
+        rsfec_active_ = rsfec_enable_;
+      }
       break;
     case kTick:
       if (value & 1) latched_ = live_;
@@ -92,9 +117,12 @@ std::vector<std::string> SimCmac::state_lines(unsigned cage) const {
   out.emplace_back(b);
   std::snprintf(b, sizeof(b), "p %u peer_rsfec %d", cage, peer_rsfec_ ? 1 : 0);
   out.emplace_back(b);
+  // The enables in effect (written, then a RESET_REG pulse), then the enables
+  // as written since.
   for (const auto& [off, val] :
-       {std::pair{kGtLoopback, loopback_}, std::pair{kRsfecConfigEnable, rsfec_enable_},
-        std::pair{kRsfecConfigIndCorrection, rsfec_ind_}}) {
+       {std::pair{kGtLoopback, loopback_}, std::pair{kRsfecConfigEnable, rsfec_active_},
+        std::pair{kReset, kResetUsrRxTx}, std::pair{kReset, reset_},
+        std::pair{kRsfecConfigEnable, rsfec_enable_}, std::pair{kRsfecConfigIndCorrection, rsfec_ind_}}) {
     std::snprintf(b, sizeof(b), "m %u %x %x", cage, off, val);
     out.emplace_back(b);
   }

@@ -154,6 +154,11 @@ class XrtDevice final : public Device {
     return lock_dir() + "/panama-card-" + safe + ".lock";
   }
 
+  static std::string mailbox_lock_path(const std::string& bdf) {
+    std::string p = lock_path(bdf);
+    return p.substr(0, p.size() - 5) + ".mailbox.lock";
+  }
+
   ~XrtDevice() override {
     cmac_ports_.clear();
     port_.reset();
@@ -297,7 +302,9 @@ class XrtDevice final : public Device {
     if (kernel.flavor == KernelFlavor::kRtl) {
       port_ = std::make_unique<PortRef>(*raw_);
     } else {
-      port_ = std::make_unique<MailboxPort>(*raw_, kHlsMailbox);
+      // Every process on the card (status and counters too, which open it
+      // without the card lock) takes the mailbox lock per transaction.
+      port_ = std::make_unique<MailboxPort>(*raw_, kHlsMailbox, 100000, mailbox_lock_path(bdf_));
     }
   }
 

@@ -26,10 +26,11 @@ constexpr uint32_t kGtReset = 0x0000;    // GT_RESET_REG: bit 0 gt_reset_all (se
 constexpr uint32_t kReset = 0x0004;      // RESET_REG: bit 30 usr_rx_reset, bit 31 usr_tx_reset
 constexpr uint32_t kConfigTx1 = 0x000C;  // CONFIGURATION_TX_REG1: bit 0 ctl_tx_enable, bit 4 ctl_tx_send_rfi
 constexpr uint32_t kConfigRx1 = 0x0014;  // CONFIGURATION_RX_REG1: bit 0 ctl_rx_enable
-constexpr uint32_t kCoreVersion = 0x0024;      // CORE_VERSION_REG
-constexpr uint32_t kGtLoopback = 0x0090;       // GT_LOOPBACK_REG: bit 0 = 1: near-end PMA loopback
+constexpr uint32_t kCoreVersion = 0x0024;  // CORE_VERSION_REG
+constexpr uint32_t kGtLoopback = 0x0090;   // GT_LOOPBACK_REG: bit 0 = 1: near-end PMA loopback
+// The four status registers below latch events until read: read_status reads each twice.
 constexpr uint32_t kStatTxStatus = 0x0200;     // STAT_TX_STATUS_REG: bit 0 stat_tx_local_fault
-constexpr uint32_t kStatRxStatus = 0x0204;     // STAT_RX_STATUS_REG (latched: read twice)
+constexpr uint32_t kStatRxStatus = 0x0204;     // STAT_RX_STATUS_REG
 constexpr uint32_t kStatRxBlockLock = 0x020C;  // STAT_RX_BLOCK_LOCK_REG: bit n = PCS lane n (20 lanes)
 constexpr uint32_t kStatRxLaneSync = 0x0210;   // STAT_RX_LANE_SYNC_REG: bit n = PCS lane n
 constexpr uint32_t kTick = 0x02B0;             // TICK_REG: write 1 to latch every statistics counter
@@ -44,6 +45,10 @@ constexpr uint32_t kStatRsfecStatus = 0x1004;       // STAT_RSFEC_STATUS_REG (sh
 constexpr uint32_t kStatRsfecCorrected = 0x1008;    // STAT_RX_RSFEC_CORRECTED_CW_INC
 constexpr uint32_t kStatRsfecUncorrected = 0x1010;  // STAT_RX_RSFEC_UNCORRECTED_CW_INC
 constexpr uint32_t kRsfecConfigEnable = 0x107C;     // bit 0 ctl_rx_rsfec_enable, bit 1 ctl_tx_rsfec_enable
+
+// RESET_REG: usr_rx_reset (bit 30) and usr_tx_reset (bit 31); set_rsfec
+// pulses both so that new RS-FEC settings take effect.
+constexpr uint32_t kResetUsrRxTx = 0xC0000000u;
 
 // STAT_RX_STATUS_REG bits.
 constexpr uint32_t kRxStatus = 1u << 0;
@@ -98,8 +103,9 @@ struct LinkStatus {
   std::string verdict() const;
 };
 
-// Reads status (RX status twice, as it latches), latches and reads counters.
+// Reads status (each latched status register twice), latches and reads counters.
 LinkStatus read_status(RegisterPort& port);
+// Writes the RS-FEC enables and pulses RESET_REG so that they take effect.
 void set_rsfec(RegisterPort& port, bool on);
 void set_loopback(RegisterPort& port, bool on);
 

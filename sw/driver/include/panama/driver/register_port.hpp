@@ -24,18 +24,33 @@ class RegisterPort {
 // request: the host writes op, address and data, then a new sequence number;
 // the kernel answers with that number in ctrl_ack (and the read value in
 // ctrl_rdata). `raw` is the kernel's own AXI4-Lite port.
+//
+// The mailbox is one set of registers for every process on the card (a
+// controller, `panamactl status` and `counters` beside it): with `lock_path`
+// set, each transaction (op, address, data, sequence, acknowledgement, read
+// value) runs under an exclusive flock(2) of that file, and the sequence is
+// re-read from ctrl_ack under the lock, so transactions of different
+// processes never interleave and none is mistaken for another's.
 class MailboxPort : public RegisterPort {
  public:
-  MailboxPort(RegisterPort& raw, const MailboxLayout& layout, uint32_t max_polls = 100000);
+  MailboxPort(RegisterPort& raw, const MailboxLayout& layout, uint32_t max_polls = 100000,
+              std::string lock_path = {});
+  ~MailboxPort() override;
+  MailboxPort(const MailboxPort&) = delete;
+  MailboxPort& operator=(const MailboxPort&) = delete;
   uint32_t read32(uint32_t offset) override;
   void write32(uint32_t offset, uint32_t value) override;
 
  private:
+  // One transaction; returns ctrl_rdata for a read.
+  uint32_t transact(uint32_t op, uint32_t offset, uint32_t value);
   void request(uint32_t op, uint32_t offset, uint32_t value);
 
   RegisterPort& raw_;
   MailboxLayout layout_;
   uint32_t max_polls_;
+  std::string lock_path_;
+  int lock_fd_ = -1;  // opened on first use
   uint32_t seq_;
   bool synced_;  // seq_ read from the kernel (on first use, so opening never touches the card)
 };

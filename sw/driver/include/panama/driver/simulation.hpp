@@ -40,8 +40,14 @@ class SimCmac {
   uint32_t read32(uint32_t offset);
   void write32(uint32_t offset, uint32_t value);
   void count_frames(uint64_t received, uint64_t sent);
-  void set_cable(bool connected) { cable_ = connected; }
-  void set_peer_rsfec(bool on) { peer_rsfec_ = on; }
+  void set_cable(bool connected) {
+    cable_ = connected;
+    note_link_change();
+  }
+  void set_peer_rsfec(bool on) {
+    peer_rsfec_ = on;
+    note_link_change();
+  }
   void set_counter(int index, uint64_t live, uint64_t latched);
   bool link_up() const;
   // Journal lines that rebuild this state (after the journal restarts).
@@ -49,11 +55,18 @@ class SimCmac {
 
  private:
   bool local_rsfec() const;
+  // After anything that can drop the link: a link that is down now latches
+  // the status registers low until each is read.
+  void note_link_change();
   bool cable_ = true;
   bool peer_rsfec_ = true;  // 100GBASE-SR4/CR4 switch ports default to RS-FEC
   uint32_t loopback_ = 0;
-  uint32_t rsfec_enable_ = 0;  // the CMAC's reset value: RS-FEC off
+  uint32_t rsfec_enable_ = 0;  // the CMAC's reset value: RS-FEC off (as written)
   uint32_t rsfec_ind_ = 0;
+  uint32_t rsfec_active_ = 0;  // RS-FEC enables in effect: rsfec_enable_ at the last RESET_REG pulse
+  uint32_t reset_ = 0;         // RESET_REG as written
+  // Latched lows of STAT_TX_STATUS, STAT_RX_STATUS, BLOCK_LOCK, LANE_SYNC.
+  std::array<bool, 4> latched_down_{};
   std::array<uint64_t, kCounterCount> live_{};
   std::array<uint64_t, kCounterCount> latched_{};
 };
