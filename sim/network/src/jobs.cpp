@@ -1,0 +1,404 @@
+// The training jobs: planned by the controller (trees, shares, node configs
+// and plans for the simulated fabric), aggregated by the PSwitches (SwitchCore
+// around the engine model, behind an accelerator with its own line rate and
+// latency) and driven by the workers' AllreduceCore; or reduced by the ring
+// allreduce over TCP.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "ns3/inet-socket-address.h"
+#include "ns3/ipv4-route.h"
+#include "ns3/tcp-socket-factory.h"
+
+#include "panama/cluster/test_data.hpp"
+#include "panama/engine/apply_config.hpp"
+#include "panama/engine/register_access.hpp"
+#include "sim.hpp"
+
+namespace panama::netsim::detail {
+
+// ------------------------------------------------------------------ jobs and PSwitches
+
+void Sim::plan_jobs() {
+  // Hosts in rack-interleaved order: job j takes the next workers_per_job of
+  // them, so each job spreads over as many racks as it has workers (up to all).
+  std::vector<uint32_t> order;
+  for (uint32_t slot = 0; slot < o_.rack_size(); ++slot) {
+    for (uint32_t r = 0; r < o_.num_racks(); ++r) order.push_back(r * o_.rack_size() + slot);
+  }
+  std::uniform_real_distribution<double> jitter(0.0, 1.0);
+  size_t next = 0;
+  for (uint32_t j = 0; j < o_.jobs; ++j) {
+    Job job;
+    job.id = static_cast<uint16_t>(j + 1);
+    const ModelSpec& m = find_model(o_.models[j % o_.models.size()]);
+    job.model = m.name;
+    const double bytes = m.gradient_mb * 1e6 * o_.scale;
+    job.elems = std::max<uint64_t>(1, static_cast<uint64_t>(bytes / 4));
+    job.compute_ns = static_cast<uint64_t>(m.compute_ms * 1e6 * o_.scale);
+    // Jobs do not start in lock step: up to one compute time apart.
+    job.start_ns = jitter(rng_) * static_cast<double>(job.compute_ns);
+    job.planned = o_.iterations;
+    const uint64_t n = o_.workers_per_job;
+    job.ring_chunk = (job.elems * 4 + n - 1) / n;
+    job.ring_total = 2 * (n - 1) * job.ring_chunk;
+    job.ring_seg = std::min<uint64_t>(job.ring_chunk, uint64_t{o_.ring_segment_kb} * 1024);
+    for (uint32_t r = 0; r < o_.workers_per_job; ++r) {
+      auto w = std::make_unique<Worker>();
+      w->job = j;
+      w->rank = r;
+      w->host = order[next++];
+      hosts_[w->host].worker = w.get();
+      job.workers.push_back(static_cast<uint32_t>(workers_.size()));
+      workers_.push_back(std::move(w));
+    }
+    jobs_.push_back(std::move(job));
+  }
+  if (o_.jobs == 0 || o_.scheme == Scheme::kRing) return;
+
+  // The controller computes trees, shares and plans for this fabric.
+  controller::ClusterDesc c;
+  for (const HostNode& h : hosts_) {
+    controller::HostDesc hd;
+    hd.name = h.name;
+    hd.ip = h.ip;
+    const uint32_t i = h.ip & 0xFFFF;
+    hd.mac = {0x02, 0x00, 0x00, 0x01, static_cast<uint8_t>(i >> 8), static_cast<uint8_t>(i)};
+    c.hosts.push_back(hd);
+  }
+  for (uint32_t s = 0; s < switches_.size(); ++s) {
+    controller::SwitchDesc sd;
+    sd.name = switches_[s].name;
+    sd.ip = (10u << 24) | (2u << 16) | (s + 1);
+    sd.mac = {0x02, 0x00, 0x00, 0x02, static_cast<uint8_t>((s + 1) >> 8), static_cast<uint8_t>(s + 1)};
+    // The simulated accelerators' capacities, as a cluster description states them.
+    sd.engine.packet_memory = o_.packet_memory;
+    sd.engine.table_entries = SimEngine::kTableEntries;
+    sd.engine.slot_elems = SimEngine::kSlotCapacity;
+    c.switches.push_back(sd);
+  }
+  const uint32_t nh = static_cast<uint32_t>(hosts_.size());
+  for (const LinkSpec& l : links_) {
+    c.links.push_back(
+        {l.a < nh ? hosts_[l.a].name : switches_[l.a - nh].name, switches_[l.b - nh].name, l.gbps});
+  }
+  controller::JobsDesc jd;
+  jd.elems_per_packet = o_.elems_per_packet;
+  jd.udp_port = kPanamaPort;
+  if (o_.scheme == Scheme::kFixedWindow) {
+    // No congestion control: the window starts at the engines' share and
+    // never moves (alpha = 0 makes a CE reduction a no-op; the cap bounds growth).
+    jd.congestion.g = 0;
+    jd.congestion.initial_alpha = 0;
+    jd.congestion.initial_cwnd = 65535;
+  }
+  for (const Job& job : jobs_) {
+    controller::JobDesc d;
+    d.id = job.id;
+    d.trees = o_.scheme == Scheme::kSingleTree ? 1 : o_.trees;
+    for (uint32_t w : job.workers) d.workers.push_back(hosts_[workers_[w]->host].name);
+    jd.jobs.push_back(d);
+  }
+  const controller::Deployment dep = controller::plan_deployment(c, jd);
+  for (const controller::TreeInfo& t : dep.trees) jobs_[t.job - 1].trees.push_back(t);
+  for (const controller::SwitchOutput& so : dep.switches) {
+    if (so.node.entries.empty()) continue;
+    uint32_t s = 0;
+    while (switches_[s].name != so.node.node) ++s;
+    auto psw = std::make_unique<PSwitch>();
+    psw->name = so.node.node;
+    psw->engine = std::make_unique<SimEngine>();
+    psw->settings = so.settings;
+    psw->node_cfg = so.node;
+    EngineRegisters<SimEngine> regs(*psw->engine);
+    config::apply_node_config(regs, psw->node_cfg);
+    psw->core = std::make_unique<pswitch::SwitchCore<SimEngine>>(psw->settings, *psw->engine);
+    switches_[s].psw = std::move(psw);
+  }
+  for (const controller::WorkerOutput& wo : dep.workers) {
+    const int h = static_cast<int>(std::stoul(wo.host.substr(1)));
+    Worker& w = *hosts_[h].worker;
+    w.core = std::make_unique<runtime::AllreduceCore>(wo.plan);
+    w.out = std::make_unique<HostFrameOut>(this, w.host);
+    w.data.resize(jobs_[w.job].elems);
+    w.max_in_flight.assign(wo.plan.trees.size(), 0);
+    w.max_window.assign(wo.plan.trees.size(), 0);
+    w.min_cap.assign(wo.plan.trees.size(), 0xFFFF);
+  }
+}
+
+void Sim::send_frame(Ptr<ns3::Ipv4L3Protocol> ipv4, Ptr<ns3::NetDevice> dev, const uint8_t* d, uint32_t n) {
+  Ipv4Header ih;
+  ih.SetSource(Ipv4Address(wire::load_be32(d + wire::kIpSrc)));
+  ih.SetDestination(Ipv4Address(wire::load_be32(d + wire::kIpDst)));
+  ih.SetProtocol(wire::kIpProtoUdp);
+  ih.SetTtl(d[wire::kIpTtl]);
+  ih.SetTos(d[wire::kIpTos]);
+  ih.SetIdentification(wire::load_be16(d + wire::kIpId));
+  ih.SetDontFragment();
+  ih.SetPayloadSize(n - wire::kUdpOffset);
+  Ptr<ns3::Packet> pkt = ns3::Create<ns3::Packet>(d + wire::kUdpOffset, n - wire::kUdpOffset);
+  Ptr<ns3::Ipv4Route> r = ns3::Create<ns3::Ipv4Route>();
+  r->SetSource(ih.GetSource());
+  r->SetDestination(ih.GetDestination());
+  r->SetGateway(Ipv4Address::GetZero());
+  r->SetOutputDevice(dev);
+  ipv4->SendWithHeader(pkt, ih, r);
+}
+
+void Sim::on_panama(const NodeInfo& info, Ptr<const ns3::Packet> p, const Ipv4Header& h, uint32_t iface) {
+  // The frame as the wire carries it: Ethernet II, IPv4 (checksum recomputed),
+  // then the UDP datagram as received. MAC addresses are not modelled.
+  const uint32_t n = wire::kUdpOffset + p->GetSize();
+  std::vector<uint8_t> f(n, 0);
+  wire::store_be16(f.data() + wire::kEthType, wire::kEtherTypeIpv4);
+  uint8_t* ip = f.data() + wire::kIpOffset;
+  ip[0] = 0x45;
+  ip[1] = h.GetTos();
+  wire::store_be16(ip + 2, static_cast<uint16_t>(n - wire::kIpOffset));
+  wire::store_be16(ip + 4, h.GetIdentification());
+  wire::store_be16(ip + 6, h.IsDontFragment() ? 0x4000 : 0);
+  ip[8] = h.GetTtl();
+  ip[9] = h.GetProtocol();
+  wire::store_be32(ip + 12, h.GetSource().Get());
+  wire::store_be32(ip + 16, h.GetDestination().Get());
+  wire::store_be16(ip + 10, wire::ipv4_header_checksum(ip));
+  p->CopyData(f.data() + wire::kUdpOffset, p->GetSize());
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+
+  if (info.is_host) {
+    Worker* w = hosts_[info.index].worker;
+    if (w == nullptr || !w->core || !w->core->on_frame(f.data(), n, now)) {
+      ++unknown_panama_frames_;
+      return;
+    }
+    pump(*w);
+    return;
+  }
+  SwitchNode& sw = switches_[info.index];
+  const int port = iface < sw.port_of_if.size() ? sw.port_of_if[iface] : -1;
+  if (!sw.psw || port < 0) {
+    ++unknown_panama_frames_;
+    return;
+  }
+  PSwitch& ps = *sw.psw;
+  // PFC: the frame is held (in the accelerator's input, or until replicated)
+  // and charged to its ingress port.
+  const uint64_t held = n - wire::kIpOffset;
+  if (o_.lossless && !pfc_charge(info.index, static_cast<uint32_t>(port), kClassPanama, held)) return;
+  ++ps.frames_in;
+  const bool result_down =
+      n > wire::kPanamaType && f[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown);
+  if (result_down) {  // replicated by the switch; the accelerator is not involved
+    if (o_.lossless) pfc_release(info.index, static_cast<uint32_t>(port), kClassPanama, held);
+    accelerator_done(info.index, static_cast<uint32_t>(port), f);
+    return;
+  }
+  // The accelerator: a FIFO server at its line rate, then its pipeline latency.
+  const uint64_t service = static_cast<uint64_t>(std::ceil(n * 8.0 / o_.engine_gbps));
+  const uint64_t start = std::max(now, ps.busy_until_ns);
+  ps.busy_until_ns = start + service;
+  ps.max_backlog_bytes = std::max<uint64_t>(
+      ps.max_backlog_bytes,
+      static_cast<uint64_t>(static_cast<double>(ps.busy_until_ns - now) * o_.engine_gbps / 8));
+  const uint64_t at = ps.busy_until_ns + static_cast<uint64_t>(o_.engine_latency_us * 1e3);
+  const uint32_t s = info.index;
+  const uint32_t in_port = static_cast<uint32_t>(port);
+  ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(at - now)),
+                           [this, s, in_port, held, frame = std::move(f)]() {
+                             if (o_.lossless) pfc_release(s, in_port, kClassPanama, held);
+                             accelerator_done(s, in_port, frame);
+                           });
+}
+
+void Sim::accelerator_done(uint32_t s, uint32_t in_port, const std::vector<uint8_t>& frame) {
+  SwitchNode& sw = switches_[s];
+  sw.psw->core->on_frame(
+      in_port, frame.data(), static_cast<uint32_t>(frame.size()),
+      [&](uint32_t port, const uint8_t* d, uint32_t n) { send_frame(sw.ipv4, sw.ports[port].dev, d, n); });
+}
+
+void HostFrameOut::end_frame(uint32_t len) {
+  sim_->host_send(host_, buf_.data(), len);
+}
+
+// ------------------------------------------------------------------ training
+
+void Sim::start_jobs() {
+  for (Job& job : jobs_) {
+    for (uint32_t wi : job.workers) {
+      Worker& w = *workers_[wi];
+      w.finish_ns.clear();
+      ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.start_ns + job.compute_ns)),
+                               [this, wi]() { compute_done(wi); });
+      if (o_.scheme == Scheme::kRing) {
+        const Worker& next = *workers_[job.workers[(w.rank + 1) % job.workers.size()]];
+        w.ring_tx = ns3::Socket::CreateSocket(hosts_[w.host].node, ns3::TcpSocketFactory::GetTypeId());
+        w.ring_tx->Bind();
+        w.ring_tx->SetConnectCallback(ns3::MakeCallback(&Sim::ring_connected, this),
+                                      ns3::MakeCallback(&Sim::ring_failed, this));
+        w.ring_tx->SetSendCallback(ns3::MakeCallback(&Sim::ring_fill_cb, this));
+        worker_by_tx_socket_[ns3::PeekPointer(w.ring_tx)] = wi;
+        // Connections open when the simulation starts (devices are initialised then).
+        const ns3::InetSocketAddress peer(Ipv4Address(hosts_[next.host].ip), kRingPort);
+        Ptr<ns3::Socket> s = w.ring_tx;
+        ns3::Simulator::Schedule(ns3::Seconds(0), [s, peer]() { s->Connect(peer); });
+      }
+    }
+  }
+}
+
+void Sim::compute_done(uint32_t wi) {
+  Worker& w = *workers_[wi];
+  const Job& job = jobs_[w.job];
+  if (o_.scheme == Scheme::kRing) {
+    w.ring_active = true;
+    ring_fill(w);
+    ring_check(w);
+    return;
+  }
+  cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
+  w.op =
+      w.core->start(w.data.data(), job.elems, static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()));
+  pump(w);
+}
+
+void Sim::pump(Worker& w) {
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  for (;;) {
+    const uint32_t sent = w.core->poll(now, *w.out, 64);
+    if (sent > 0) {
+      const runtime::CommStats st = w.core->stats();
+      for (size_t t = 0; t < st.trees.size(); ++t) {
+        w.max_in_flight[t] = std::max(w.max_in_flight[t], st.trees[t].in_flight);
+        w.max_window[t] = std::max(w.max_window[t], w.core->congestion(t).window());
+        w.min_cap[t] = std::min(w.min_cap[t], st.trees[t].cwnd_cap);
+      }
+    }
+    if (sent < 64) break;
+  }
+  if (w.op != 0 && w.core->status(w.op) != runtime::OpStatus::kPending) {
+    finish_iteration(w);
+    return;
+  }
+  const uint64_t t = w.core->next_timer_ns();
+  if (t != UINT64_MAX && (!w.timer.IsRunning() || t < w.timer_at)) {
+    w.timer.Cancel();
+    w.timer_at = t;
+    Worker* wp = &w;
+    w.timer = ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(t > now ? t - now : 0)),
+                                       [this, wp]() { pump(*wp); });
+  }
+}
+
+void Sim::finish_iteration(Worker& w) {
+  Job& job = jobs_[w.job];
+  const double now = static_cast<double>(ns3::Simulator::Now().GetNanoSeconds());
+  if (o_.scheme != Scheme::kRing) {
+    if (w.core->status(w.op) == runtime::OpStatus::kFailed) {
+      throw std::runtime_error("job " + std::to_string(job.id) + " rank " + std::to_string(w.rank) +
+                               ": allreduce failed: " + w.core->op_error(w.op));
+    }
+    w.core->release(w.op);
+    w.op = 0;
+    w.timer.Cancel();
+    if (o_.verify) {
+      auto& ref = job.reference[w.iteration];
+      if (ref.first.empty()) {
+        ref.first.resize(job.elems);
+        cluster::reference_sum(ref.first.data(), job.elems, o_.seed, w.iteration, o_.workers_per_job);
+        ref.second = o_.workers_per_job;
+      }
+      w.mismatches += cluster::count_mismatches(w.data.data(), ref.first.data(), job.elems, nullptr);
+      if (--ref.second == 0) job.reference.erase(w.iteration);
+    }
+  }
+  w.finish_ns.push_back(now);
+  ++w.iteration;
+  if (w.iteration > job.decided_through) {
+    // First worker of the job through this iteration: is there another?
+    job.decided_through = w.iteration;
+    if (job.planned > w.iteration && o_.duration_ms > 0 && now >= o_.duration_ms * 1e6) {
+      job.planned = w.iteration;
+    }
+  }
+  if (w.iteration < job.planned) {
+    const uint32_t wi = job.workers[w.rank];
+    ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.compute_ns)),
+                             [this, wi]() { compute_done(wi); });
+    return;
+  }
+  w.done = true;
+  if (++job.workers_done == job.workers.size()) {
+    job.end_ns = now;
+    ++jobs_done_;
+    if (first_job_end_ns_ < 0) first_job_end_ns_ = now;
+    if (o_.progress) {
+      std::fprintf(stderr, "[netsim] job %u (%s) finished %u iterations at %.3f ms\n", job.id,
+                   job.model.c_str(), w.iteration, now / 1e6);
+    }
+    check_done();
+  }
+}
+
+// Pipelined ring: reduce-scatter then all-gather, 2(N-1) steps of one chunk
+// each; a segment of step s may leave once the same segment of step s-1 has
+// arrived from the previous worker, so steps overlap segment by segment.
+void Sim::ring_fill(Worker& w) {
+  if (!w.ring_active || !w.ring_tx) return;
+  const Job& job = jobs_[w.job];
+  const uint64_t base = uint64_t{w.iteration} * job.ring_total;
+  const uint64_t got = std::min(job.ring_total, w.ring_recv > base ? w.ring_recv - base : 0);
+  const uint64_t whole = got / job.ring_chunk;
+  const uint64_t part = got % job.ring_chunk;
+  const uint64_t allowed =
+      std::min(job.ring_total, job.ring_chunk * (1 + whole) + (part / job.ring_seg) * job.ring_seg);
+  while (w.ring_sent < base + allowed) {
+    const uint32_t room = w.ring_tx->GetTxAvailable();
+    if (room == 0) break;
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({room, base + allowed - w.ring_sent, 65536}));
+    if (w.ring_tx->Send(ns3::Create<ns3::Packet>(n)) < 0) break;
+    w.ring_sent += n;
+  }
+}
+
+void Sim::ring_check(Worker& w) {
+  if (!w.ring_active) return;
+  const Job& job = jobs_[w.job];
+  const uint64_t end = uint64_t{w.iteration + 1} * job.ring_total;
+  if (w.ring_sent >= end && w.ring_recv >= end) {
+    w.ring_active = false;
+    finish_iteration(w);
+  }
+}
+
+void Sim::ring_accept(Ptr<ns3::Socket> s, const ns3::Address&) {
+  ns3::Address local;
+  s->GetSockName(local);
+  const uint32_t host = host_of_ip(ns3::InetSocketAddress::ConvertFrom(local).GetIpv4().Get());
+  Worker* w = hosts_[host].worker;
+  if (w == nullptr) return;
+  uint32_t wi = jobs_[w->job].workers[w->rank];
+  worker_by_rx_socket_[ns3::PeekPointer(s)] = wi;
+  s->SetRecvCallback(ns3::MakeCallback(&Sim::ring_recv, this));
+}
+
+void Sim::ring_recv(Ptr<ns3::Socket> s) {
+  Worker& w = *workers_[worker_by_rx_socket_.at(ns3::PeekPointer(s))];
+  while (Ptr<ns3::Packet> p = s->Recv()) {
+    if (p->GetSize() == 0) break;
+    w.ring_recv += p->GetSize();
+  }
+  ring_fill(w);
+  ring_check(w);
+}
+
+void Sim::ring_fill_cb(Ptr<ns3::Socket> s, uint32_t) {
+  Worker& w = *workers_[worker_by_tx_socket_.at(ns3::PeekPointer(s))];
+  ring_fill(w);
+  ring_check(w);
+}
+
+}  // namespace panama::netsim::detail
