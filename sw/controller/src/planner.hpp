@@ -1,0 +1,105 @@
+// The controller's planner (plan_deployment), internal to the library:
+// its state and steps. plan.cpp names the nodes, checks the links, builds
+// the trees and divides the packet memory into shares; write.cpp writes the
+// PSwitch node configurations and the worker plans from them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "panama/controller/controller.hpp"
+#include "tiers.hpp"
+
+namespace panama::controller::detail {
+
+[[noreturn]] inline void fail(const std::string& what) {
+  throw ControllerError(what);
+}
+
+enum class NodeKind { kHost, kSwitch };
+
+struct Node {
+  NodeKind kind;
+  size_t index;  // into hosts or switches
+};
+
+// One engine entry being built, with the switch ports it needs.
+struct PendingEntry {
+  size_t sw;
+  uint16_t job;
+  uint8_t tree;
+  bool root;
+  double weight;
+  uint8_t dscp;
+  std::vector<std::string> children;  // neighbour names, child id = position
+  std::string parent;                 // neighbour name; empty at the root
+  uint16_t out_child_id;
+  uint32_t group_ip;
+  config::EntryConfig cfg;
+};
+
+// plan_deployment's steps, in the order docs/controller.md describes them:
+// name the nodes, check the links (one PSwitch or a leaf-spine fabric),
+// build each job's trees, divide each PSwitch's packet memory into shares,
+// then write the PSwitch node configurations and the worker plans.
+class Planner {
+ public:
+  Planner(const ClusterDesc& cluster, const JobsDesc& jobs) : c(cluster), jd(jobs) {}
+
+  Deployment run() {
+    index_names();
+    check_links();
+    build_trees();
+    assign_shares();
+    write_switch_configs();
+    write_worker_plans();
+    return std::move(d);
+  }
+
+ private:
+  struct WorkerSlot {
+    size_t host;
+    size_t job_index;
+    uint32_t rank;
+    std::vector<uint16_t> child_id;  // per tree of the job
+    std::vector<size_t> leaf;        // per tree: the PSwitch the worker sends it to
+  };
+
+  void index_names();
+  void check_links();
+  uint32_t port_of(size_t sw, const std::string& neighbour) const;
+  std::vector<std::vector<size_t>> hosts_below() const;
+  bool linked(size_t sw, const std::string& neighbour) const;
+  void build_trees();
+  void add_three_level_tree(const JobDesc& job, uint8_t tree, const std::vector<size_t>& leaves,
+                            std::map<size_t, std::vector<std::string>>& leaf_workers,
+                            const tiers::CoreRoot& cr, int backup_for);
+  void assign_shares();
+  uint32_t entry_share(size_t sw, uint16_t job, uint8_t tree) const;
+  const std::string& parent_of(size_t sw, uint16_t job, uint8_t tree) const;
+  size_t root_of(uint16_t job, uint8_t tree) const;
+
+  // write.cpp
+  void write_switch_configs();
+  void write_worker_plans();
+
+  const ClusterDesc& c;
+  const JobsDesc& jd;
+  std::map<std::string, Node> nodes;
+  std::vector<std::vector<std::string>> sw_ports;  // per PSwitch: neighbour names, port order
+  std::vector<std::vector<double>> sw_rates;
+  std::vector<int> host_leaf;                      // per host: its (first) PSwitch
+  std::vector<std::vector<size_t>> host_uplinks;   // per host: its one or two PSwitches, link order
+  std::vector<bool> is_leaf;                       // per PSwitch
+  std::vector<int> tier;                           // per PSwitch: 0 leaf/edge, 1 spine/aggregation, 2 core
+  std::vector<std::vector<size_t>> sw_neighbours;  // per PSwitch: linked PSwitches
+  size_t trees_planned = 0;                        // primary trees of earlier jobs (root spreading)
+  std::vector<PendingEntry> entries;
+  std::vector<WorkerSlot> worker_slots;
+  Deployment d;
+};
+
+}  // namespace panama::controller::detail
