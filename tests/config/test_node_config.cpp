@@ -132,7 +132,7 @@ TEST_CASE("to_json writes every key and reads back to the same configuration") {
 
 TEST_CASE("every kind of bad configuration names the path and the problem") {
   // clang-format off
-  expect_error([](json& d) { d.erase("node"); }, "node", "required key is missing");
+  expect_error([](json& d) { d.erase("node"); }, "node", "missing key");
   expect_error([](json& d) { d["node"] = 5; }, "node", "expected a string");
   expect_error([](json& d) { d["node"] = ""; }, "node", "must not be empty");
   expect_error([](json& d) { d["nodes"] = "x"; }, "nodes", "unknown key");
@@ -140,17 +140,17 @@ TEST_CASE("every kind of bad configuration names the path and the problem") {
   expect_error([](json& d) { d["engine"]["udp_port"] = 70000; }, "engine.udp_port", "out of range");
   expect_error([](json& d) { d["engine"]["udp_port"] = 0; }, "engine.udp_port", "port 0");
   expect_error([](json& d) { d["engine"] = 1; }, "engine", "expected an object");
-  expect_error([](json& d) { d.erase("entries"); }, "entries", "required key is missing");
+  expect_error([](json& d) { d.erase("entries"); }, "entries", "missing key");
   expect_error([](json& d) { d["entries"] = json::object(); }, "entries", "expected an array");
   expect_error([](json& d) { d["entries"][1] = 7; }, "entries[1]", "expected an object");
   expect_error([](json& d) { d["entries"][1]["colour"] = "red"; }, "entries[1].colour", "unknown key");
-  expect_error([](json& d) { d["entries"][1].erase("job"); }, "entries[1].job", "required key is missing");
+  expect_error([](json& d) { d["entries"][1].erase("job"); }, "entries[1].job", "missing key");
   expect_error([](json& d) { d["entries"][0]["job"] = 65536; }, "entries[0].job", "out of range");
   expect_error([](json& d) { d["entries"][0]["job"] = -1; }, "entries[0].job", "out of range");
-  expect_error([](json& d) { d["entries"][0]["job"] = 1.5; }, "entries[0].job", "expected an integer");
-  expect_error([](json& d) { d["entries"][0]["job"] = "1"; }, "entries[0].job", "expected an integer");
+  expect_error([](json& d) { d["entries"][0]["job"] = 1.5; }, "entries[0].job", "wrong type: expected an integer");
+  expect_error([](json& d) { d["entries"][0]["job"] = "1"; }, "entries[0].job", "wrong type: expected an integer");
   expect_error([](json& d) { d["entries"][0]["tree"] = 256; }, "entries[0].tree", "out of range");
-  expect_error([](json& d) { d["entries"][0]["root"] = 1; }, "entries[0].root", "expected true or false");
+  expect_error([](json& d) { d["entries"][0]["root"] = 1; }, "entries[0].root", "wrong type: expected true or false");
   expect_error([](json& d) { d["entries"][0]["eth_src"] = "02:00:00:00:00"; }, "entries[0].eth_src", "bad MAC");
   expect_error([](json& d) { d["entries"][0]["eth_dst"] = "02:00:00:00:00:g0"; }, "entries[0].eth_dst", "bad MAC");
   expect_error([](json& d) { d["entries"][0]["eth_dst"] = "02-00-00-00-00-00"; }, "entries[0].eth_dst", "bad MAC");
@@ -167,7 +167,7 @@ TEST_CASE("every kind of bad configuration names the path and the problem") {
   expect_error([](json& d) { d["entries"][0]["fan_in"] = 0; }, "entries[0].fan_in", "out of range");
   expect_error([](json& d) { d["entries"][0]["slot_count"] = 0; }, "entries[0].slot_count", "out of range");
   expect_error([](json& d) { d["entries"][0]["slot_count"] = 65536; }, "entries[0].slot_count", "out of range");
-  expect_error([](json& d) { d["entries"][0].erase("slot_base"); }, "entries[0].slot_base", "required key");
+  expect_error([](json& d) { d["entries"][0].erase("slot_base"); }, "entries[0].slot_base", "missing key");
   expect_error([](json& d) { d["entries"][0]["ttl"] = 0; }, "entries[0].ttl", "out of range");
   expect_error([](json& d) { d["entries"][0]["ttl"] = 256; }, "entries[0].ttl", "out of range");
   expect_error([](json& d) { d["entries"][0]["dscp"] = 64; }, "entries[0].dscp", "out of range");

@@ -11,6 +11,8 @@
 using namespace panama;
 using namespace panama::controller;
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
+using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 namespace {
@@ -199,14 +201,17 @@ TEST_CASE("invalid topologies and jobs are rejected with a clear message") {
   CHECK_THROWS_WITH(err(c, one_job(4, 4))(), Contains("no slot"));
   c = good;
   c["lnks"] = json::array();
-  CHECK_THROWS_WITH(err(c, one_job(4, 1))(), Contains("cluster.lnks: unknown key"));
+  CHECK_THROWS_WITH(
+      err(c, one_job(4, 1))(),
+      StartsWith("cluster: lnks: unknown key (known keys here: name, hosts, pswitches, links,"));
   // Two leaves and a spine that reaches only one of them.
   json t = two_tier_cluster(4, 2, 1, 10.0);
   t["links"].erase(t["links"].size() - 1);  // drop leaf1 - spine0
   CHECK_THROWS_WITH(err(t, one_job(4, 1))(), Contains("no spine PSwitch is linked to all of them"));
   json bad_prob = good;
   bad_prob["port_defaults"] = {{"loss", 1.5}};
-  CHECK_THROWS_WITH(err(bad_prob, one_job(4, 1))(), Contains("probability"));
+  CHECK_THROWS_WITH(err(bad_prob, one_job(4, 1))(),
+                    Equals("cluster: port_defaults.loss: out of range: 1.5 is not in 0..1"));
   json bad_epp = one_job(4, 1);
   bad_epp["elems_per_packet"] = 100000;
   CHECK_THROWS_WITH(err(good, bad_epp)(), Contains("elems_per_packet"));
@@ -236,7 +241,8 @@ TEST_CASE("engine capacities come from the cluster description, per PSwitch or f
   all["table_entries"] = 1;
   CHECK_THROWS_WITH(run(all, one_job(4, 2)), Contains("exceed its 1-entry table"));
   all["table_entries"] = 300;
-  CHECK_THROWS_WITH(run(all, one_job(4, 1)), Contains("cluster.table_entries: 300 is outside [1, 256]"));
+  CHECK_THROWS_WITH(run(all, one_job(4, 1)),
+                    Equals("cluster: table_entries: out of range: 300 is not in 1..256"));
 }
 
 TEST_CASE("the engine queue's CE threshold comes from the cluster description") {
@@ -249,7 +255,8 @@ TEST_CASE("the engine queue's CE threshold comes from the cluster description") 
   c["engine_ecn_k_bytes"] = 0;  // marking off
   CHECK(sw(run(c, one_job(4, 1)), "spine0").settings.engine_ecn_k_bytes == 0);
   c["engine_ecn_k_bytes"] = "1M";
-  CHECK_THROWS_WITH(run(c, one_job(4, 1)), Contains("cluster.engine_ecn_k_bytes"));
+  CHECK_THROWS_WITH(run(c, one_job(4, 1)),
+                    StartsWith("cluster: engine_ecn_k_bytes: wrong type: expected an integer"));
 }
 
 TEST_CASE("backup trees: each tree has a standby on another spine, in the engines and the plans") {

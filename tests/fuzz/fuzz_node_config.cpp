@@ -2,8 +2,9 @@
 //
 // Input: the text of a configuration file. Invariants:
 //  - text that is not JSON is rejected by the JSON parser, and a document
-//    parse_node_config refuses is rejected with ConfigError (a message
-//    naming the origin): no other exception escapes, nothing crashes;
+//    parse_node_config refuses is rejected with ConfigError whose message
+//    reads "<origin>: <path>: <what>" (panama/config/json_reader.hpp): no
+//    other exception escapes, nothing crashes;
 //  - an accepted configuration passes validate_node_config, and the text
 //    format_node_config writes for it reads back to the same configuration
 //    (to_json of both are equal).
@@ -27,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     cfg = panama::config::parse_node_config(doc, "fuzz.json");
   } catch (const ConfigError& e) {
-    PANAMA_FUZZ_CHECK(std::string(e.what()).rfind("fuzz.json: ", 0) == 0);
+    const std::string msg = e.what();
+    PANAMA_FUZZ_CHECK(msg.rfind("fuzz.json: ", 0) == 0);
+    PANAMA_FUZZ_CHECK(msg.find(": ", 11) != std::string::npos);  // a path, then what is wrong
     return 0;
   }
   panama::config::validate_node_config(cfg, "accepted");  // throws (and fails the run) if it does not hold

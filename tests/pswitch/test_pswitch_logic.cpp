@@ -5,13 +5,13 @@
 #include <cstdlib>
 #include <memory>
 
-#include "panama/engine/apply_config.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/engine.hpp"
+#include "panama/engine/apply_config.hpp"
+#include "panama/engine/register_access.hpp"
 #include "panama/pswitch/fault_injector.hpp"
 #include "panama/pswitch/output_queue.hpp"
 #include "panama/pswitch/switch_core.hpp"
-#include "panama/engine/register_access.hpp"
 #include "support/frames.hpp"
 
 using namespace panama;
@@ -36,7 +36,8 @@ TEST_CASE("pswitch section: bad values are rejected with the key named") {
     return j;
   };
   CHECK_THROWS_WITH(settings_from_json(bad("queue_bytes", -1)), Catch::Contains("ports[0].queue_bytes"));
-  CHECK_THROWS_WITH(settings_from_json(bad("loss", 2.0)), Catch::Contains("probability"));
+  CHECK_THROWS_WITH(settings_from_json(bad("loss", 2.0)),
+                    Catch::Equals("node config: pswitch.ports[0].loss: out of range: 2.0 is not in 0..1"));
   CHECK_THROWS_WITH(settings_from_json(bad("rate_gbps", "fast")), Catch::Contains("wrong type"));
   nlohmann::json dup = good;
   dup["ports"].push_back({{"name", "a"}});
@@ -44,7 +45,11 @@ TEST_CASE("pswitch section: bad values are rejected with the key named") {
   nlohmann::json tree = good;
   tree["trees"] = {{{"job", 1}, {"tree", 0}, {"parent", "a"}, {"children", {"a"}}}};
   CHECK_THROWS_WITH(settings_from_json(tree), Catch::Contains("both parent and child"));
-  CHECK_THROWS_WITH(settings_from_json(nlohmann::json::object()), Catch::Contains("\"ports\""));
+  CHECK_THROWS_WITH(settings_from_json(nlohmann::json::object()),
+                    Catch::Equals("node config: pswitch.ports: missing key"));
+  CHECK_THROWS_WITH(
+      settings_from_json(bad("colour", "red"), "leaf0.json"),
+      Catch::StartsWith("leaf0.json: pswitch.ports[0].colour: unknown key (known keys here: name, vdev,"));
 }
 
 TEST_CASE("pswitch section: the children of a tree and their bound child ids are checked") {
@@ -63,13 +68,13 @@ TEST_CASE("pswitch section: the children of a tree and their bound child ids are
       settings_from_json(with_tree({{"children", {"b", "a"}}, {"child_ids", {7, 63}}})).trees[0].child_ids ==
       std::vector<uint16_t>{7, 63});
   CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b", "a"}}})),
-                    Catch::Contains("trees[0].children lists port 'a' twice"));
+                    Catch::Contains("trees[0].children[2]: port 'a' is listed twice"));
   CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {1}}})),
                     Catch::Contains("one child id per entry"));
   CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {0, 64}}})),
-                    Catch::Contains("child_ids[1] must be a child id in 0..63"));
+                    Catch::Contains("trees[0].child_ids[1]: out of range: 64 is not in 0..63"));
   CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {2, 2}}})),
-                    Catch::Contains("lists child id 2 twice"));
+                    Catch::Contains("trees[0].child_ids[1]: child id 2 is listed twice"));
   CHECK_THROWS_WITH(settings_from_json(with_tree({{"children", {"a", "b"}}, {"child_ids", {0, -1}}})),
                     Catch::Contains("child_ids[1]"));
 }
@@ -87,16 +92,17 @@ TEST_CASE("pswitch section against the engine table: every tree has its entry an
   e.slot_count = 4;
   CHECK_NOTHROW(check_trees_against_entries(s, {e}));
   CHECK_THROWS_WITH(check_trees_against_entries(s, {}),
-                    Catch::Contains("trees[0] (job 1 tree 0) has no engine entry"));
+                    Catch::Contains("pswitch.trees[0]: job 1 tree 0 has no engine entry"));
   config::EntryConfig other = e;
   other.tree = 1;
   CHECK_THROWS_WITH(check_trees_against_entries(s, {e, other}),
-                    Catch::Contains("engine entry for job 1 tree 1 has no tree"));
+                    Catch::Contains("entries[1]: job 1 tree 1 has no tree in \"pswitch.trees\""));
   config::EntryConfig narrow = e;
   narrow.children = {0, 5};
   CHECK_THROWS_WITH(
       check_trees_against_entries(s, {narrow}),
-      Catch::Contains("port 'b' is bound to child id 1, which the engine entry does not allow"));
+      Catch::Contains(
+          "port 'b' is bound to child id 1, which the engine entry of job 1 tree 0 does not allow"));
   config::EntryConfig leaf = e;
   leaf.root = false;
   CHECK_THROWS_WITH(check_trees_against_entries(s, {leaf}), Catch::Contains("has no parent port"));

@@ -1,5 +1,6 @@
 // Job plan parsing: defaults, round trip through plan_to_json, and a clear
-// error naming the key for each kind of bad plan.
+// error naming the origin and the key for each kind of bad plan (the wording
+// of panama/config/json_reader.hpp).
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -21,6 +22,15 @@ const char* kMinimal = R"({
 std::string error_of(const std::string& text) {
   try {
     parse_plan(text);
+  } catch (const PlanError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+std::string error_of_origin(const std::string& text, const std::string& origin) {
+  try {
+    parse_plan(text, origin);
   } catch (const PlanError& e) {
     return e.what();
   }
@@ -74,16 +84,21 @@ TEST_CASE("plan: plan_to_json round-trips every field") {
 }
 
 TEST_CASE("plan: bad plans give an error naming the key") {
-  CHECK_THAT(error_of("{"), Catch::Contains("not valid JSON"));
-  CHECK_THAT(error_of("[]"), Catch::Contains("JSON object"));
-  CHECK_THAT(error_of(with("\"job_id\": 7,", "")), Catch::Contains("job_id: missing"));
-  CHECK_THAT(error_of(with("\"job_id\": 7", "\"job_id\": 70000")), Catch::Contains("job_id: out of range"));
-  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": 4")), Catch::Contains("rank: must be below world_size"));
+  CHECK_THAT(error_of("{"), Catch::StartsWith("plan: invalid JSON: "));
+  CHECK_THAT(error_of("[]"),
+             Catch::Equals("plan: (top level): wrong type: expected an object, got [] (array)"));
+  CHECK_THAT(error_of(with("\"job_id\": 7,", "")), Catch::Equals("plan: job_id: missing key"));
+  CHECK_THAT(error_of(with("\"job_id\": 7", "\"job_id\": 70000")),
+             Catch::Equals("plan: job_id: out of range: 70000 is not in 0..65535"));
+  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": 4")),
+             Catch::StartsWith("plan: rank: must be below world_size"));
   CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": -1")), Catch::Contains("rank: out of range"));
-  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": \"1\"")), Catch::Contains("rank: expected an integer"));
-  CHECK_THAT(error_of(with("02:00:00:00:01:01", "02:00:00:00:01")), Catch::Contains("local_mac: not a MAC"));
-  CHECK_THAT(error_of(with("10.0.1.2", "10.0.1.256")), Catch::Contains("local_ip: not an IPv4"));
-  CHECK_THAT(error_of(with("10.0.1.2", "10.0.1")), Catch::Contains("local_ip: not an IPv4"));
+  CHECK_THAT(error_of(with("\"rank\": 1", "\"rank\": \"1\"")),
+             Catch::Contains("rank: wrong type: expected an integer"));
+  CHECK_THAT(error_of(with("02:00:00:00:01:01", "02:00:00:00:01")),
+             Catch::Contains("local_mac: bad MAC address"));
+  CHECK_THAT(error_of(with("10.0.1.2", "10.0.1.256")), Catch::Contains("local_ip: bad IPv4 address"));
+  CHECK_THAT(error_of(with("10.0.1.2", "10.0.1")), Catch::Contains("local_ip: bad IPv4 address"));
   CHECK_THAT(error_of(with("\"child_id\": 5", "\"child_id\": 64")),
              Catch::Contains("trees[1].child_id: out of range"));
   CHECK_THAT(error_of(with("\"tree_id\": 3", "\"tree_id\": 0")),
@@ -91,7 +106,7 @@ TEST_CASE("plan: bad plans give an error naming the key") {
   CHECK_THAT(error_of(with("\"initial_cwnd_cap\": 4", "\"initial_cwnd_cap\": 0")),
              Catch::Contains("trees[1].initial_cwnd_cap: out of range"));
   CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"wrold\": 1,")),
-             Catch::Contains("wrold: unknown key"));
+             Catch::StartsWith("plan: wrold: unknown key (known keys here: job_id, rank, world_size,"));
   CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"elems_per_packet\": 2289,")),
              Catch::Contains("elems_per_packet: out of range"));
   CHECK_THAT(error_of(with("\"world_size\": 4,", "\"world_size\": 4, \"congestion\": {\"g\": 2},")),
@@ -109,6 +124,14 @@ TEST_CASE("plan: load_plan reports a missing file with its path") {
     load_plan("/nonexistent/plan.json");
     FAIL("no error");
   } catch (const PlanError& e) {
-    CHECK_THAT(std::string(e.what()), Catch::Contains("/nonexistent/plan.json"));
+    CHECK_THAT(std::string(e.what()),
+               Catch::Equals("/nonexistent/plan.json: cannot open: No such file or directory"));
   }
+}
+
+TEST_CASE("plan: an origin names the plan in every error") {
+  CHECK_THAT(error_of_origin(with("\"child_id\": 5", "\"child_id\": 64"), "w3.plan.json"),
+             Catch::Equals("w3.plan.json: trees[1].child_id: out of range: 64 is not in 0..63"));
+  CHECK_THAT(error_of_origin(with("\"rank\": 1", "\"rank\": 4"), "w3.plan.json"),
+             Catch::StartsWith("w3.plan.json: rank: must be below world_size"));
 }

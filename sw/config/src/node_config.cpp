@@ -1,6 +1,7 @@
 // Reading, validating and writing node configuration files
 // (docs/configuration.md). Every error names the origin, the JSON path and
-// what is wrong, because the person reading it is fixing a file by hand.
+// what is wrong, because the person reading it is fixing a file by hand: the
+// reading is json_reader.hpp's, the checks of the whole file are here.
 #include "panama/config/node_config.hpp"
 
 #include <fmt/format.h>
@@ -11,7 +12,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace panama::config {
 
@@ -20,134 +20,38 @@ using nlohmann::json;
 namespace {
 
 [[noreturn]] void fail(const std::string& origin, const std::string& path, const std::string& what) {
-  throw ConfigError(fmt::format("{}: {}: {}", origin, path.empty() ? "(top level)" : path, what));
+  JsonSource(origin).fail(path, what);
 }
 
-std::string describe(const json& j) {
-  std::string text = j.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return fmt::format("{} ({})", text, j.type_name());
-}
-
-// The keys of one JSON object, read one by one; finish() rejects the rest.
-class ObjectReader {
- public:
-  ObjectReader(const json& obj, std::string path, const std::string& origin)
-      : obj_(obj), path_(std::move(path)), origin_(origin) {
-    if (!obj_.is_object()) fail(origin_, path_, "expected an object, got " + describe(obj_));
-  }
-
-  std::string child(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
-
-  const json* find(const std::string& key) {
-    known_.insert(key);
-    auto it = obj_.find(key);
-    return it == obj_.end() ? nullptr : &*it;
-  }
-
-  const json& require(const std::string& key) {
-    const json* j = find(key);
-    if (j == nullptr) fail(origin_, child(key), "required key is missing");
-    return *j;
-  }
-
-  uint64_t integer(const json& j, const std::string& path, uint64_t max) const {
-    if (!j.is_number_integer()) {
-      fail(origin_, path, fmt::format("expected an integer in 0..{}, got {}", max, describe(j)));
-    }
-    // Non-negative values built in code are signed integers, parsed ones unsigned.
-    const bool negative = !j.is_number_unsigned() && j.get<int64_t>() < 0;
-    if (negative || j.get<uint64_t>() > max) {
-      fail(origin_, path, fmt::format("out of range: {} is not in 0..{}", j.dump(), max));
-    }
-    return j.get<uint64_t>();
-  }
-
-  uint64_t integer(const std::string& key, uint64_t max) { return integer(require(key), child(key), max); }
-  uint64_t integer(const std::string& key, uint64_t max, uint64_t fallback) {
-    const json* j = find(key);
-    return j == nullptr ? fallback : integer(*j, child(key), max);
-  }
-
-  bool boolean(const std::string& key, bool fallback) {
-    const json* j = find(key);
-    if (j == nullptr) return fallback;
-    if (!j->is_boolean()) fail(origin_, child(key), "expected true or false, got " + describe(*j));
-    return j->get<bool>();
-  }
-
-  std::string string(const std::string& key) {
-    const json& j = require(key);
-    if (!j.is_string()) fail(origin_, child(key), "expected a string, got " + describe(j));
-    return j.get<std::string>();
-  }
-
-  MacAddress mac(const std::string& key) {
-    const std::string text = string(key);
-    MacAddress m;
-    if (!parse_mac(text, m)) {
-      fail(origin_, child(key),
-           fmt::format("bad MAC address \"{}\" (expected six hex bytes like 02:00:00:00:00:10)", text));
-    }
-    return m;
-  }
-
-  uint32_t ipv4(const std::string& key) {
-    const std::string text = string(key);
-    uint32_t a;
-    if (!parse_ipv4(text, a)) {
-      fail(origin_, child(key),
-           fmt::format("bad IPv4 address \"{}\" (expected dotted decimal like 10.0.0.1)", text));
-    }
-    return a;
-  }
-
-  void finish() const {
-    for (auto it = obj_.begin(); it != obj_.end(); ++it) {
-      if (known_.count(it.key()) != 0) continue;
-      std::string keys;
-      for (const auto& k : known_) keys += (keys.empty() ? "" : ", ") + k;
-      fail(origin_, child(it.key()), fmt::format("unknown key (known keys here: {})", keys));
-    }
-  }
-
- private:
-  const json& obj_;
-  std::string path_;
-  const std::string& origin_;
-  std::set<std::string> known_;
-};
-
-EntryConfig parse_entry(const json& j, size_t position, uint16_t udp_port, const std::string& origin) {
-  const std::string path = fmt::format("entries[{}]", position);
-  ObjectReader r(j, path, origin);
+EntryConfig parse_entry(const JsonSource& src, const json& j, size_t position, uint16_t udp_port) {
+  const std::string path = json_path("entries", position);
+  const JsonObject r(
+      src, j, path,
+      {"index", "job", "tree", "root", "fan_in", "children", "slot_base", "slot_count", "out_child_id",
+       "eth_src", "eth_dst", "ip_src", "ip_dst", "udp_src", "udp_dst", "ttl", "dscp"});
   EntryConfig e;
-  e.index = static_cast<uint32_t>(r.integer("index", 0xFFFFFFFFu, position));
-  e.job = static_cast<uint16_t>(r.integer("job", 0xFFFF));
-  e.tree = static_cast<uint8_t>(r.integer("tree", 0xFF));
+  e.index = static_cast<uint32_t>(r.uint("index", 0, 0xFFFFFFFFu, position));
+  e.job = static_cast<uint16_t>(r.uint("job", 0, 0xFFFF));
+  e.tree = static_cast<uint8_t>(r.uint("tree", 0, 0xFF));
   e.root = r.boolean("root", false);
-
-  const json& children = r.require("children");
-  if (!children.is_array())
-    fail(origin, r.child("children"), "expected an array of child ids, got " + describe(children));
+  const json& children = r.array("children");
   for (size_t k = 0; k < children.size(); ++k) {
     // Range-checked here so the message points at the element.
     e.children.push_back(
-        static_cast<uint8_t>(r.integer(children[k], fmt::format("{}.children[{}]", path, k), kMaxChildId)));
+        static_cast<uint8_t>(src.uint(children[k], json_path(r.path("children"), k), 0, kMaxChildId)));
   }
-  e.fan_in = static_cast<uint32_t>(r.integer("fan_in", 0xFFFFFFFFu, e.children.size()));
-  e.slot_base = static_cast<uint32_t>(r.integer("slot_base", 0xFFFFFFFFu));
-  e.slot_count = static_cast<uint32_t>(r.integer("slot_count", 0xFFFFFFFFu));
-  e.out_child_id = static_cast<uint16_t>(r.integer("out_child_id", 0xFFFF, 0));
+  e.fan_in = static_cast<uint32_t>(r.uint("fan_in", 0, 0xFFFFFFFFu, e.children.size()));
+  e.slot_base = static_cast<uint32_t>(r.uint("slot_base", 0, 0xFFFFFFFFu));
+  e.slot_count = static_cast<uint32_t>(r.uint("slot_count", 0, 0xFFFFFFFFu));
+  e.out_child_id = static_cast<uint16_t>(r.uint("out_child_id", 0, 0xFFFF, 0));
   e.eth_src = r.mac("eth_src");
   e.eth_dst = r.mac("eth_dst");
   e.ip_src = r.ipv4("ip_src");
   e.ip_dst = r.ipv4("ip_dst");
-  e.udp_src = static_cast<uint16_t>(r.integer("udp_src", 0xFFFF, udp_port));
-  e.udp_dst = static_cast<uint16_t>(r.integer("udp_dst", 0xFFFF, udp_port));
-  e.ttl = static_cast<uint8_t>(r.integer("ttl", 0xFF, kDefaultTtl));
-  e.dscp = static_cast<uint8_t>(r.integer("dscp", 0xFF, 0));
-  r.finish();
+  e.udp_src = static_cast<uint16_t>(r.uint("udp_src", 0, 0xFFFF, udp_port));
+  e.udp_dst = static_cast<uint16_t>(r.uint("udp_dst", 0, 0xFFFF, udp_port));
+  e.ttl = static_cast<uint8_t>(r.uint("ttl", 0, 0xFF, kDefaultTtl));
+  e.dscp = static_cast<uint8_t>(r.uint("dscp", 0, 0xFF, 0));
   return e;
 }
 
@@ -225,7 +129,7 @@ void validate_node_config(const NodeConfig& cfg, const std::string& origin) {
   if (cfg.node.empty()) fail(origin, "node", "must not be empty");
   if (cfg.engine.udp_port == 0) fail(origin, "engine.udp_port", "UDP port 0 is not allowed");
   if (!cfg.pswitch.is_null() && !cfg.pswitch.is_object()) {
-    fail(origin, "pswitch", "expected an object, got " + describe(cfg.pswitch));
+    JsonSource(origin).wrong_type(cfg.pswitch, "pswitch", "an object");
   }
   std::map<uint32_t, size_t> by_index;
   std::map<std::pair<uint16_t, uint8_t>, size_t> by_key;
@@ -253,39 +157,25 @@ void validate_node_config(const NodeConfig& cfg, const std::string& origin) {
 }
 
 NodeConfig parse_node_config(const json& doc, const std::string& origin) {
-  ObjectReader top(doc, "", origin);
+  const JsonSource src(origin);
+  const JsonObject top(src, doc, "", {"node", "engine", "entries", "pswitch"});
   NodeConfig cfg;
   cfg.node = top.string("node");
-  if (const json* eng = top.find("engine")) {
-    ObjectReader r(*eng, "engine", origin);
-    cfg.engine.udp_port = static_cast<uint16_t>(r.integer("udp_port", 0xFFFF, cfg.engine.udp_port));
-    r.finish();
+  if (top.has("engine")) {
+    const JsonObject r = top.object("engine", {"udp_port"});
+    cfg.engine.udp_port = static_cast<uint16_t>(r.uint("udp_port", 0, 0xFFFF, cfg.engine.udp_port));
   }
-  const json& entries = top.require("entries");
-  if (!entries.is_array()) fail(origin, "entries", "expected an array of entries, got " + describe(entries));
+  const json& entries = top.array("entries");
   for (size_t i = 0; i < entries.size(); ++i) {
-    cfg.entries.push_back(parse_entry(entries[i], i, cfg.engine.udp_port, origin));
+    cfg.entries.push_back(parse_entry(src, entries[i], i, cfg.engine.udp_port));
   }
   if (const json* ps = top.find("pswitch")) cfg.pswitch = *ps;
-  top.finish();
   validate_node_config(cfg, origin);
   return cfg;
 }
 
 NodeConfig load_node_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  json doc;
-  try {
-    doc = json::parse(in);
-  } catch (const json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
-    std::string what = e.what();
-    const auto pos = what.find("] ");
-    throw ConfigError(
-        fmt::format("{}: invalid JSON: {}", path, pos == std::string::npos ? what : what.substr(pos + 2)));
-  }
-  return parse_node_config(doc, path);
+  return parse_node_config(read_json_file(path), path);
 }
 
 json to_json(const NodeConfig& cfg) {

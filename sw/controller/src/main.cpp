@@ -1,23 +1,9 @@
 // panama-controller: cluster + job description in, node configs and job plans out.
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <fstream>
 
+#include "panama/config/json_reader.hpp"
 #include "panama/controller/controller.hpp"
-
-namespace {
-
-nlohmann::json read_json(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw panama::controller::ControllerError("cannot open '" + path + "'");
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw panama::controller::ControllerError(path + ": not valid JSON: " + e.what());
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"panama-controller: computes aggregation trees, PSwitch tables and worker plans"};
@@ -34,9 +20,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
-    panama::controller::ClusterDesc cluster = panama::controller::parse_cluster(read_json(cluster_path));
+    using panama::config::read_json_file;
+    using panama::config::throw_as;
+    using panama::controller::ControllerError;
+    panama::controller::ClusterDesc cluster = panama::controller::parse_cluster(
+        read_json_file(cluster_path, &throw_as<ControllerError>), cluster_path);
     if (!run_dir.empty()) cluster.run_dir = run_dir;
-    const panama::controller::JobsDesc jobs = panama::controller::parse_jobs(read_json(jobs_path));
+    const panama::controller::JobsDesc jobs =
+        panama::controller::parse_jobs(read_json_file(jobs_path, &throw_as<ControllerError>), jobs_path);
     const auto d = panama::controller::plan_deployment(cluster, jobs);
     panama::controller::write_deployment(d, out_dir);
     for (const auto& t : d.trees) {

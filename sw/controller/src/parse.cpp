@@ -1,7 +1,10 @@
 // Reading the controller's input: the cluster description and the job
-// description (docs/controller.md).
-#include <algorithm>
+// description (docs/controller.md), with the JSON object reader
+// (panama/config/json_reader.hpp).
+#include <limits>
+#include <memory>
 
+#include "panama/config/json_reader.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/runtime/plan_file.hpp"
 #include "panama/wire.hpp"
@@ -10,53 +13,12 @@ namespace panama::controller {
 
 namespace {
 
+using config::json_path;
+using config::JsonObject;
+using config::JsonSource;
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& what) {
-  throw ControllerError(what);
-}
-
-void reject_unknown(const json& obj, const std::string& where, std::initializer_list<const char*> known) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    if (std::find_if(known.begin(), known.end(), [&](const char* k) { return it.key() == k; }) ==
-        known.end()) {
-      fail(where + "." + it.key() + ": unknown key");
-    }
-  }
-}
-
-template <class T>
-T get(const json& obj, const char* key, T dflt, const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return dflt;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    fail(where + "." + key + ": wrong type (" + it->dump() + ")");
-  }
-}
-
-uint64_t get_uint(const json& obj, const char* key, uint64_t dflt, uint64_t lo, uint64_t hi,
-                  const std::string& where) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return dflt;
-  if (!it->is_number_integer() ||
-      (it->is_number_integer() && !it->is_number_unsigned() && it->get<int64_t>() < 0)) {
-    fail(where + "." + key + ": expected a non-negative integer, got " + it->dump());
-  }
-  const uint64_t v = it->get<uint64_t>();
-  if (v < lo || v > hi) {
-    fail(where + "." + key + ": " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " +
-         std::to_string(hi) + "]");
-  }
-  return v;
-}
-
-double get_prob(const json& obj, const char* key, double dflt, const std::string& where) {
-  const double p = get<double>(obj, key, dflt, where);
-  if (!(p >= 0.0 && p <= 1.0)) fail(where + "." + key + ": must be a probability in [0, 1]");
-  return p;
-}
+constexpr uint64_t kMaxBytes = uint64_t{1} << 40;
 
 config::MacAddress auto_mac(uint8_t kind, size_t index) {
   return {0x02, 0x00, 0x00, kind, static_cast<uint8_t>(index >> 8), static_cast<uint8_t>(index)};
@@ -65,167 +27,140 @@ uint32_t auto_ip(uint8_t kind, size_t index) {
   return (10u << 24) | (uint32_t{kind} << 16) | static_cast<uint32_t>(index + 1);
 }
 
-void read_address(const json& o, const std::string& where, config::MacAddress& mac, uint32_t& ip) {
-  if (o.contains("mac")) {
-    if (!o["mac"].is_string() || !config::parse_mac(o["mac"].get<std::string>(), mac)) {
-      fail(where + ".mac: not a MAC address: " + o["mac"].dump());
-    }
-  }
-  if (o.contains("ip")) {
-    if (!o["ip"].is_string() || !config::parse_ipv4(o["ip"].get<std::string>(), ip)) {
-      fail(where + ".ip: not an IPv4 address: " + o["ip"].dump());
-    }
-  }
-}
-
 // The engine capacity keys of a cluster or PSwitch object. The bounds are
 // the register map's: at most 256 entries, a share's E_SLOT_COUNT is 16 bits
 // wide in effect (cwnd_cap), and an element count is a 16-bit field.
-EngineCapacity read_capacity(const json& o, const std::string& where, const EngineCapacity& dflt) {
+EngineCapacity read_capacity(const JsonObject& o, const EngineCapacity& dflt) {
   EngineCapacity e;
-  e.table_entries = static_cast<uint32_t>(get_uint(o, "table_entries", dflt.table_entries, 1, 256, where));
-  e.packet_memory =
-      static_cast<uint32_t>(get_uint(o, "packet_memory", dflt.packet_memory, 1, 1u << 24, where));
-  e.slot_elems = static_cast<uint32_t>(get_uint(o, "slot_elems", dflt.slot_elems, 1, 0xFFFF, where));
+  e.table_entries = static_cast<uint32_t>(o.uint("table_entries", 1, 256, dflt.table_entries));
+  e.packet_memory = static_cast<uint32_t>(o.uint("packet_memory", 1, 1u << 24, dflt.packet_memory));
+  e.slot_elems = static_cast<uint32_t>(o.uint("slot_elems", 1, 0xFFFF, dflt.slot_elems));
   return e;
+}
+
+// A host or PSwitch: its name, or an object with the name and `keys`.
+// Returns the object's reader (null for a name).
+std::unique_ptr<JsonObject> read_node(const JsonSource& src, const json& v, const std::string& path,
+                                      std::initializer_list<const char*> keys, std::string& name) {
+  if (v.is_string()) {
+    name = v.get<std::string>();
+    if (name.empty()) src.fail(path, "the name must not be empty");
+    return nullptr;
+  }
+  if (!v.is_object()) src.wrong_type(v, path, "a name or an object");
+  auto o = std::make_unique<JsonObject>(src, v, path, keys);
+  name = o->string("name");
+  if (name.empty()) o->fail("name", "must not be empty");
+  return o;
 }
 
 }  // namespace
 
-ClusterDesc parse_cluster(const json& j) {
-  const std::string w = "cluster";
-  if (!j.is_object()) fail("cluster: must be a JSON object");
-  reject_unknown(j, w,
-                 {"name", "hosts", "pswitches", "links", "port_defaults", "run_dir", "packet_memory",
-                  "table_entries", "slot_elems", "engine_ecn_k_bytes"});
+ClusterDesc parse_cluster(const json& j, const std::string& origin) {
+  const JsonSource src(origin, &config::throw_as<ControllerError>);
+  const JsonObject top(src, j, "",
+                       {"name", "hosts", "pswitches", "links", "port_defaults", "run_dir", "packet_memory",
+                        "table_entries", "slot_elems", "engine_ecn_k_bytes"});
   ClusterDesc c;
-  c.run_dir = get<std::string>(j, "run_dir", c.run_dir, w);
-  c.engine_ecn_k_bytes = get_uint(j, "engine_ecn_k_bytes", c.engine_ecn_k_bytes, 0, uint64_t{1} << 40, w);
-  const EngineCapacity default_engine = read_capacity(j, w, EngineCapacity{});
-  for (const char* key : {"hosts", "pswitches", "links"}) {
-    if (!j.contains(key) || !j[key].is_array() || j[key].empty()) {
-      fail(w + "." + key + ": missing or empty (a non-empty array is required)");
-    }
-  }
-  for (size_t i = 0; i < j["hosts"].size(); ++i) {
-    const json& o = j["hosts"][i];
-    const std::string where = w + ".hosts[" + std::to_string(i) + "]";
+  c.run_dir = top.string("run_dir", c.run_dir);
+  c.engine_ecn_k_bytes = top.uint("engine_ecn_k_bytes", 0, kMaxBytes, c.engine_ecn_k_bytes);
+  const EngineCapacity default_engine = read_capacity(top, EngineCapacity{});
+  const json& hosts = top.array("hosts", true);
+  const json& pswitches = top.array("pswitches", true);
+  const json& links = top.array("links", true);
+  for (size_t i = 0; i < hosts.size(); ++i) {
     HostDesc h;
     h.mac = auto_mac(1, i);
     h.ip = auto_ip(1, i);
-    if (o.is_string()) {
-      h.name = o.get<std::string>();
-    } else if (o.is_object()) {
-      reject_unknown(o, where, {"name", "mac", "ip"});
-      h.name = get<std::string>(o, "name", "", where);
-      read_address(o, where, h.mac, h.ip);
-    } else {
-      fail(where + ": expected a name or an object");
+    if (auto o = read_node(src, hosts[i], json_path("hosts", i), {"name", "mac", "ip"}, h.name)) {
+      h.mac = o->mac("mac", h.mac);
+      h.ip = o->ipv4("ip", h.ip);
     }
-    if (h.name.empty()) fail(where + ".name: missing");
     c.hosts.push_back(h);
   }
-  for (size_t i = 0; i < j["pswitches"].size(); ++i) {
-    const json& o = j["pswitches"][i];
-    const std::string where = w + ".pswitches[" + std::to_string(i) + "]";
+  for (size_t i = 0; i < pswitches.size(); ++i) {
     SwitchDesc s;
     s.mac = auto_mac(2, i);
     s.ip = auto_ip(2, i);
     s.engine = default_engine;
-    if (o.is_string()) {
-      s.name = o.get<std::string>();
-    } else if (o.is_object()) {
-      reject_unknown(o, where, {"name", "mac", "ip", "packet_memory", "table_entries", "slot_elems"});
-      s.name = get<std::string>(o, "name", "", where);
-      read_address(o, where, s.mac, s.ip);
-      s.engine = read_capacity(o, where, default_engine);
-    } else {
-      fail(where + ": expected a name or an object");
+    if (auto o = read_node(src, pswitches[i], json_path("pswitches", i),
+                           {"name", "mac", "ip", "packet_memory", "table_entries", "slot_elems"}, s.name)) {
+      s.mac = o->mac("mac", s.mac);
+      s.ip = o->ipv4("ip", s.ip);
+      s.engine = read_capacity(*o, default_engine);
     }
-    if (s.name.empty()) fail(where + ".name: missing");
     c.switches.push_back(s);
   }
-  for (size_t i = 0; i < j["links"].size(); ++i) {
-    const json& o = j["links"][i];
-    const std::string where = w + ".links[" + std::to_string(i) + "]";
-    if (!o.is_object()) fail(where + ": expected an object {\"a\", \"b\", \"rate_gbps\"}");
-    reject_unknown(o, where, {"a", "b", "rate_gbps"});
+  for (size_t i = 0; i < links.size(); ++i) {
+    const JsonObject o(src, links[i], json_path("links", i), {"a", "b", "rate_gbps"});
     LinkDesc l;
-    l.a = get<std::string>(o, "a", "", where);
-    l.b = get<std::string>(o, "b", "", where);
-    l.rate_gbps = get<double>(o, "rate_gbps", l.rate_gbps, where);
-    if (l.a.empty() || l.b.empty()) fail(where + ": needs both ends \"a\" and \"b\"");
-    if (!(l.rate_gbps >= 0.0)) fail(where + ".rate_gbps: must be >= 0 (0 = unlimited)");
+    l.a = o.string("a");
+    l.b = o.string("b");
+    if (l.a.empty()) o.fail("a", "must not be empty");
+    if (l.b.empty()) o.fail("b", "must not be empty");
+    l.rate_gbps = o.number("rate_gbps", 0.0, std::numeric_limits<double>::infinity(), l.rate_gbps);
     c.links.push_back(l);
   }
-  if (j.contains("port_defaults")) {
-    const json& o = j["port_defaults"];
-    const std::string where = w + ".port_defaults";
-    if (!o.is_object()) fail(where + ": expected an object");
-    reject_unknown(o, where, {"queue_bytes", "ecn_k_bytes", "loss", "dup", "reorder", "seed"});
+  if (top.has("port_defaults")) {
+    const JsonObject o =
+        top.object("port_defaults", {"queue_bytes", "ecn_k_bytes", "loss", "dup", "reorder", "seed"});
     PortDefaults& d = c.port_defaults;
-    d.queue_bytes = get_uint(o, "queue_bytes", d.queue_bytes, wire::kMaxFrameBytes, uint64_t{1} << 40, where);
-    d.ecn_k_bytes = get_uint(o, "ecn_k_bytes", d.ecn_k_bytes, 0, uint64_t{1} << 40, where);
-    d.loss = get_prob(o, "loss", d.loss, where);
-    d.dup = get_prob(o, "dup", d.dup, where);
-    d.reorder = get_prob(o, "reorder", d.reorder, where);
-    d.seed = get_uint(o, "seed", d.seed, 0, UINT64_MAX, where);
+    d.queue_bytes = o.uint("queue_bytes", wire::kMaxFrameBytes, kMaxBytes, d.queue_bytes);
+    d.ecn_k_bytes = o.uint("ecn_k_bytes", 0, kMaxBytes, d.ecn_k_bytes);
+    d.loss = o.number("loss", 0.0, 1.0, d.loss);
+    d.dup = o.number("dup", 0.0, 1.0, d.dup);
+    d.reorder = o.number("reorder", 0.0, 1.0, d.reorder);
+    d.seed = o.uint("seed", 0, UINT64_MAX, d.seed);
   }
   return c;
 }
 
-JobsDesc parse_jobs(const json& j) {
-  const std::string w = "jobs";
-  if (!j.is_object()) fail("jobs: must be a JSON object with a \"jobs\" array");
-  reject_unknown(j, w, {"jobs", "shares", "udp_port", "elems_per_packet", "congestion"});
+JobsDesc parse_jobs(const json& j, const std::string& origin) {
+  const JsonSource src(origin, &config::throw_as<ControllerError>);
+  const JsonObject top(src, j, "", {"jobs", "shares", "udp_port", "elems_per_packet", "congestion"});
   JobsDesc d;
-  const std::string shares = get<std::string>(j, "shares", "equal", w);
-  if (shares != "equal" && shares != "weighted") fail(w + ".shares: must be \"equal\" or \"weighted\"");
+  const std::string shares = top.string("shares", "equal");
+  if (shares != "equal" && shares != "weighted") {
+    top.fail("shares", "must be \"equal\" or \"weighted\" (got \"" + shares + "\")");
+  }
   d.weighted_shares = shares == "weighted";
-  d.udp_port = static_cast<uint16_t>(get_uint(j, "udp_port", d.udp_port, 1, 65535, w));
-  d.elems_per_packet = static_cast<uint32_t>(
-      get_uint(j, "elems_per_packet", d.elems_per_packet, 1, wire::kMaxElemsPerFrame, w));
-  if (j.contains("congestion")) {
+  d.udp_port = static_cast<uint16_t>(top.uint("udp_port", 1, 65535, d.udp_port));
+  d.elems_per_packet =
+      static_cast<uint32_t>(top.uint("elems_per_packet", 1, wire::kMaxElemsPerFrame, d.elems_per_packet));
+  if (const json* congestion = top.find("congestion")) {
     // Reuse the plan parser for the congestion keys: one definition of them.
+    // The key has the same path in both files, so its errors read right.
     json probe = {
         {"job_id", 1},
         {"rank", 0},
         {"world_size", 1},
         {"local_mac", "02:00:00:00:00:01"},
         {"local_ip", "10.0.0.1"},
-        {"congestion", j["congestion"]},
+        {"congestion", *congestion},
         {"trees",
          json::array(
              {{{"tree_id", 0}, {"child_id", 0}, {"dst_mac", "02:00:00:00:00:02"}, {"dst_ip", "10.0.0.2"}}})}};
     try {
-      d.congestion = runtime::parse_plan(probe.dump()).congestion;
+      d.congestion = runtime::parse_plan(probe.dump(), origin).congestion;
     } catch (const runtime::PlanError& e) {
-      fail(w + "." + e.what());
+      throw ControllerError(e.what());
     }
   }
-  if (!j.contains("jobs") || !j["jobs"].is_array() || j["jobs"].empty()) {
-    fail(w + ".jobs: missing or empty (a non-empty array is required)");
-  }
-  for (size_t i = 0; i < j["jobs"].size(); ++i) {
-    const json& o = j["jobs"][i];
-    const std::string where = w + ".jobs[" + std::to_string(i) + "]";
-    if (!o.is_object()) fail(where + ": expected an object");
-    reject_unknown(o, where, {"id", "workers", "trees", "weight", "dscp", "backup_trees"});
+  const json& jobs = top.array("jobs", true);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JsonObject o(src, jobs[i], json_path("jobs", i),
+                       {"id", "workers", "trees", "weight", "dscp", "backup_trees"});
     JobDesc job;
-    if (!o.contains("id")) fail(where + ".id: missing");
-    job.id = static_cast<uint16_t>(get_uint(o, "id", 0, 0, 0xFFFF, where));
-    job.trees = static_cast<uint32_t>(get_uint(o, "trees", 1, 1, 255, where));
-    job.dscp = static_cast<uint8_t>(get_uint(o, "dscp", 0, 0, 63, where));
-    job.weight = get<double>(o, "weight", 1.0, where);
-    job.backup_trees = get<bool>(o, "backup_trees", false, where);
-    if (job.backup_trees && job.trees > 127) fail(where + ".trees: at most 127 with backup_trees");
-    if (!(job.weight > 0.0)) fail(where + ".weight: must be > 0");
-    if (!o.contains("workers") || !o["workers"].is_array() || o["workers"].empty()) {
-      fail(where + ".workers: missing or empty (host names in rank order)");
-    }
-    for (const json& n : o["workers"]) {
-      if (!n.is_string()) fail(where + ".workers: expected host names, got " + n.dump());
-      job.workers.push_back(n.get<std::string>());
+    job.id = static_cast<uint16_t>(o.uint("id", 0, 0xFFFF));
+    job.trees = static_cast<uint32_t>(o.uint("trees", 1, 255, 1));
+    job.dscp = static_cast<uint8_t>(o.uint("dscp", 0, 63, 0));
+    job.weight = o.number("weight", 0.0, std::numeric_limits<double>::infinity(), 1.0);
+    if (!(job.weight > 0.0)) o.fail("weight", "out of range: " + o.require("weight").dump() + " is not > 0");
+    job.backup_trees = o.boolean("backup_trees", false);
+    if (job.backup_trees && job.trees > 127) o.fail("trees", "at most 127 with backup_trees");
+    const json& workers = o.array("workers", true);
+    for (size_t k = 0; k < workers.size(); ++k) {
+      job.workers.push_back(src.string(workers[k], json_path(o.path("workers"), k)));
     }
     d.jobs.push_back(job);
   }

@@ -51,7 +51,7 @@ void Planner::check_links() {
   std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < c.links.size(); ++i) {
     const LinkDesc& l = c.links[i];
-    const std::string where = "cluster.links[" + std::to_string(i) + "] (" + l.a + " - " + l.b + ")";
+    const std::string where = "cluster: links[" + std::to_string(i) + "] (" + l.a + " - " + l.b + ")";
     auto ia = nodes.find(l.a), ib = nodes.find(l.b);
     if (ia == nodes.end()) fail(where + ": unknown node '" + l.a + "'");
     if (ib == nodes.end()) fail(where + ": unknown node '" + l.b + "'");
@@ -309,7 +309,7 @@ void Planner::assign_shares() {
            std::to_string(sd.engine.table_entries) + "-entry table; use fewer trees or jobs");
     }
     if (!mine.empty() && jd.elems_per_packet > sd.engine.slot_elems) {
-      fail("jobs.elems_per_packet: " + std::to_string(jd.elems_per_packet) +
+      fail("jobs: elems_per_packet: " + std::to_string(jd.elems_per_packet) +
            " elements do not fit a slot of PSwitch '" + sd.name + "' (" +
            std::to_string(sd.engine.slot_elems) + " elements)");
     }

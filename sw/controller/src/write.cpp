@@ -43,7 +43,7 @@ void Planner::write_switch_configs() {
       const bool server = o.kind == NodeKind::kHost || tier[o.index] < tier[s];
       const std::string sock = c.run_dir + "/" + (server ? sd.name + "-" + n : n + "-" + sd.name) + ".sock";
       if (sock.size() >= 108)
-        fail("cluster.run_dir: socket path '" + sock + "' is too long (unix sockets allow 107 bytes)");
+        fail("cluster: run_dir: socket path '" + sock + "' is too long (unix sockets allow 107 bytes)");
       port.vdev = "net_memif" + std::to_string(p) + ",role=" + (server ? "server" : "client") +
                   ",socket=" + sock + kMemifArgs;
       port.rate_gbps = sw_rates[s][p];

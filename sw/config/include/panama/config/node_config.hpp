@@ -13,17 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "panama/config/json_reader.hpp"  // ConfigError
 #include "panama/table_entry.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::config {
-
-// A configuration that cannot be read, parsed or applied. The message names
-// the file (or other origin), the JSON path and what is wrong.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 using MacAddress = MacBytes;
 

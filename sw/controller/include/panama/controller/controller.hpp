@@ -92,8 +92,13 @@ struct JobsDesc {
   runtime::CongestionParams congestion;
 };
 
-ClusterDesc parse_cluster(const nlohmann::json& j);
-JobsDesc parse_jobs(const nlohmann::json& j);
+// Read the two descriptions with the project's JSON object reader
+// (panama/config/json_reader.hpp): every error reads "<origin>: <path>:
+// <what>", e.g. "jobs.json: jobs[1].trees: out of range: 0 is not in 1..255";
+// `origin` is the file name (panama-controller passes it). Throw
+// ControllerError.
+ClusterDesc parse_cluster(const nlohmann::json& j, const std::string& origin = "cluster");
+JobsDesc parse_jobs(const nlohmann::json& j, const std::string& origin = "jobs");
 
 // One worker of the result: its plan and the DPDK device arguments of its link.
 struct WorkerOutput {

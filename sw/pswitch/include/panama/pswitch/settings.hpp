@@ -76,14 +76,20 @@ struct PswitchSettings {
   const TreePorts* find_tree(uint16_t job, uint8_t tree) const;
 };
 
-// Parses and validates a "pswitch" section; throws SettingsError naming the key.
-PswitchSettings settings_from_json(const nlohmann::json& j);
+// Parses and validates a "pswitch" section. Errors read as every JSON input's
+// (panama/config/json_reader.hpp): `origin` (the node config's file name)
+// first, then the path in the node config, e.g. "leaf0.json:
+// pswitch.ports[1].loss: out of range: 1.5 is not in 0..1". Unknown keys are
+// errors. Throws SettingsError.
+PswitchSettings settings_from_json(const nlohmann::json& j, const std::string& origin = "node config");
 
 // Checks the section against the engine table it sits beside: every tree has
 // an engine entry with the same (job, tree), root exactly when it has no
 // parent, whose child ids include every bound child id; every entry has a
-// tree (else its emissions would have nowhere to go). Throws SettingsError.
-void check_trees_against_entries(const PswitchSettings& s, const std::vector<config::EntryConfig>& entries);
+// tree (else its emissions would have nowhere to go). Throws SettingsError,
+// with `origin` as settings_from_json.
+void check_trees_against_entries(const PswitchSettings& s, const std::vector<config::EntryConfig>& entries,
+                                 const std::string& origin = "node config");
 nlohmann::json settings_to_json(const PswitchSettings& s);
 
 }  // namespace panama::pswitch

@@ -11,9 +11,13 @@
 
 namespace panama::runtime {
 
-// Parses and validates a plan from JSON text. Throws PlanError.
-Plan parse_plan(const std::string& json_text);
-// Reads and parses a plan file. Throws PlanError (also for I/O errors).
+// Parses and validates a plan from JSON text; `origin` (a file name, or what
+// the text is) starts every error message, as for every JSON input
+// (panama/config/json_reader.hpp): "plan: trees[1].child_id: out of range: 64
+// is not in 0..63". Throws PlanError.
+Plan parse_plan(const std::string& json_text, const std::string& origin = "plan");
+// Reads and parses a plan file; errors name the file. Throws PlanError (also
+// for I/O errors).
 Plan load_plan(const std::string& path);
 // Serialises a plan (every key, defaults included) as pretty JSON; parse_plan
 // of the result gives back an equal plan. Used by the controller.
