@@ -44,8 +44,11 @@ module adder_loop (
   panama_fp32_add u (.clk(clk), .a(a), .b(b_r), .sum(s));
 endmodule
 SV
+# The lane's files: hw/rtl/fp32_add/ in hw/rtl/sources.txt order.
+mapfile -t SRC < <(sed -n 's|^\(fp32_add/.*\.sv\)$|hw/rtl/\1|p' hw/rtl/sources.txt)
+[[ ${#SRC[@]} -gt 0 ]] || { echo "rtl-adder-depth: no fp32_add/ files in hw/rtl/sources.txt" >&2; exit 2; }
 "$YOSYS" -q -l "$OUT/yosys.log" -p "
-  read_verilog -sv hw/rtl/panama_fp32_add.sv $OUT/loop.sv
+  read_verilog -sv ${SRC[*]} $OUT/loop.sv
   synth_xilinx -family xcup -flatten -noiopad -nowidelut -top adder_loop
   setattr -mod -unset keep_hierarchy
   flatten

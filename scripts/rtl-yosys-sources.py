@@ -6,7 +6,8 @@ Yosys 0.23 reads SystemVerilog packages and `pkg::name` references but not
 hw/rtl/sources.txt (plus any extra files given) into OUT_DIR, with each
 import statement replaced by the body of the package it names, and prints the
 copied paths in compile order (packages first, so `pkg::type` port types
-resolve too).
+resolve too). The copies share one folder: sources in subfolders of hw/rtl
+(fp32_add/) must have base names unique across the list.
 
 Usage: rtl-yosys-sources.py OUT_DIR [EXTRA.sv ...]
 """
@@ -36,9 +37,15 @@ def main():
     listed = [l.strip() for l in (RTL / "sources.txt").read_text().splitlines()]
     files = [RTL / l for l in listed if l and not l.startswith("#")]
     files += [pathlib.Path(p).resolve() for p in sys.argv[2:]]
+    seen = {}
     for f in files:
         if not f.exists():
             sys.exit(f"rtl-yosys-sources: {f} not found")
+        # The copies share one folder (sources.txt has files in subfolders
+        # such as fp32_add/): base names must not collide.
+        if f.name in seen:
+            sys.exit(f"rtl-yosys-sources: {f} and {seen[f.name]} have the same name")
+        seen[f.name] = f
     bodies = package_bodies(files)
     imp = re.compile(r"^\s*import\s+(\w+)::\*\s*;\s*$", re.M)
     for f in files:

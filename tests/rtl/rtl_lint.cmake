@@ -5,14 +5,16 @@ cmake_minimum_required(VERSION 3.25)
 if(NOT VERILATOR OR NOT EXISTS "${VERILATOR}")
   message(FATAL_ERROR "verilator not found (install the verilator package)")
 endif()
-# hw/rtl/sources.txt lists every source in compile order (packages first).
+# hw/rtl/sources.txt lists every source in compile order (packages first),
+# relative to hw/rtl.
 file(STRINGS ${RTL_DIR}/sources.txt listed REGEX "^[^#]")
 set(pkgs ${RTL_DIR}/lint.vlt)
 set(all "")
 foreach(f ${listed})
   list(APPEND all ${RTL_DIR}/${f})
 endforeach()
-file(GLOB found ${RTL_DIR}/*.sv)
+# Every .sv under hw/rtl (fp32_add/ included) must be listed.
+file(GLOB_RECURSE found ${RTL_DIR}/*.sv)
 foreach(f ${found})
   if(NOT f IN_LIST all)
     message(FATAL_ERROR "RTL file ${f} is not listed in hw/rtl/sources.txt")
