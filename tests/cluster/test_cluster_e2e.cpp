@@ -93,7 +93,7 @@ const json& pswitch_named(const json& summary, const std::string& name) {
 }  // namespace
 
 TEST_CASE("virtual cluster: a one-element allreduce", "[e2e]") {
-  const Run r = cluster("--workers 4 --trees 2 --elems 1 --iterations 2");
+  const Run r = cluster("--workers 4 --trees 2 --size 4 --iterations 2");
   require_all_ok(r, 4);
   const json& s0 = pswitch_named(r.summary, "s0");
   // One chunk, on tree 0: one slot completed per iteration.
@@ -103,7 +103,7 @@ TEST_CASE("virtual cluster: a one-element allreduce", "[e2e]") {
 
 TEST_CASE("virtual cluster: a size that is not a multiple of the packet size", "[e2e]") {
   const uint64_t elems = 100003, epp = 256;
-  const Run r = cluster("--workers 4 --trees 3 --elems 100003 --elems-per-packet 256 --iterations 2");
+  const Run r = cluster("--workers 4 --trees 3 --size 400012 --elems-per-packet 256 --iterations 2");
   require_all_ok(r, 4);
   const json& s0 = pswitch_named(r.summary, "s0");
   for (uint64_t t = 0; t < 3; ++t) {
@@ -115,8 +115,7 @@ TEST_CASE("virtual cluster: a size that is not a multiple of the packet size", "
 }
 
 TEST_CASE("virtual cluster: two-tier leaf-spine, trees rooted at distinct spines, a few MiB", "[e2e]") {
-  const Run r =
-      cluster("--topology two-tier --leaves 2 --spines 2 --workers 4 --trees 2 --size 4MiB --iterations 2");
+  const Run r = cluster("--topology two-tier:2x2 --workers 4 --trees 2 --size 4MiB --iterations 2");
   require_all_ok(r, 4);
   const uint64_t elems = (4u << 20) / 4, epp = 1024;
   // Tree 0 completes at spine0, tree 1 at spine1; each leaf aggregates its two workers.
@@ -156,8 +155,7 @@ TEST_CASE("virtual cluster: two concurrent jobs share a PSwitch", "[e2e]") {
 }
 
 TEST_CASE("virtual cluster: 1% loss, duplication and reordering, every allreduce still exact", "[e2e]") {
-  const Run r =
-      cluster("--workers 4 --trees 2 --size 2MiB --iterations 3 --loss 0.01 --dup 0.01 --reorder 0.01");
+  const Run r = cluster("--workers 4 --trees 2 --size 2MiB --iterations 3 --faults 0.01");
   require_all_ok(r, 4);
   uint64_t lost = 0, dup = 0, reordered = 0;
   for (const json& p : pswitch_named(r.summary, "s0")["ports"]) {
@@ -175,8 +173,8 @@ TEST_CASE("virtual cluster: 1% loss, duplication and reordering, every allreduce
 
 TEST_CASE("virtual cluster: 1% faults on every link of a two-tier fabric", "[e2e]") {
   const Run r = cluster(
-      "--topology two-tier --workers 4 --trees 2 --size 2MiB --iterations 2 --loss 0.01 --dup 0.01 --reorder "
-      "0.01");
+      "--topology two-tier --workers 4 --trees 2 --size 2MiB --iterations 2 --faults "
+      "loss=0.01,dup=0.01,reorder=0.01");
   require_all_ok(r, 4);
   uint64_t injected = 0;
   for (const json& s : r.summary["pswitches"]) {
@@ -207,7 +205,7 @@ TEST_CASE("virtual cluster: Ctrl-C stops every process and leaves no DPDK runtim
     for (const auto& e : std::filesystem::directory_iterator("/proc")) {
       std::ifstream f(e.path() / "cmdline");
       std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (cmd.find("--internal-") != std::string::npos && cmd.find(run_dir) != std::string::npos) ++n;
+      if (cmd.find(run_dir + "/nodes/") != std::string::npos) ++n;
     }
     return n;
   };
@@ -262,7 +260,7 @@ TEST_CASE("virtual cluster: a small slot share caps the windows and the slot mem
 
 TEST_CASE("ring-allreduce baseline over the same links is exact too", "[e2e]") {
   // Uneven segments: 100003 elements over 3 ranks, 256 per frame.
-  const Run r = cluster("--baseline ring --workers 3 --elems 100003 --elems-per-packet 256 --iterations 2");
+  const Run r = cluster("--baseline ring --workers 3 --size 400012 --elems-per-packet 256 --iterations 2");
   require_all_ok(r, 3);
   CHECK(r.summary["baseline"] == "ring");
   // The engine saw none of it: the frames were ordinary traffic, forwarded by MAC.
@@ -277,8 +275,8 @@ TEST_CASE("ring baseline: loss, duplication and reordering are repaired, every c
   // 5 ranks, 3 channels, uneven segments; the PSwitch drops, duplicates and
   // reorders 1% of the frames it sends (ring data and credits alike).
   const Run r = cluster(
-      "--baseline ring --ring-channels 3 --workers 5 --elems 60001 --elems-per-packet 256 --iterations 2 "
-      "--loss 0.01 --dup 0.01 --reorder 0.01");
+      "--baseline ring --ring-channels 3 --workers 5 --size 240004 --elems-per-packet 256 --iterations 2 "
+      "--faults 0.01");
   require_all_ok(r, 5);
   uint64_t lost = 0;
   for (const json& p : pswitch_named(r.summary, "s0")["ports"]) lost += p["injected_loss"].get<uint64_t>();
@@ -294,14 +292,14 @@ TEST_CASE("ring baseline: loss, duplication and reordering are repaired, every c
 }
 
 TEST_CASE("ring baseline: fewer elements than ranks and channels", "[e2e]") {
-  const Run r = cluster("--baseline ring --ring-channels 4 --workers 4 --elems 3 --iterations 2");
+  const Run r = cluster("--baseline ring --ring-channels 4 --workers 4 --size 12 --iterations 2");
   require_all_ok(r, 4);
 }
 
 TEST_CASE("in-process cluster: threads over net_ring, exact, same summary", "[e2e]") {
   const uint64_t elems = 100003, epp = 256;
   const Run r =
-      cluster("--nodes threads --workers 4 --trees 3 --elems 100003 --elems-per-packet 256 --iterations 2");
+      cluster("--nodes threads --workers 4 --trees 3 --size 400012 --elems-per-packet 256 --iterations 2");
   require_all_ok(r, 4);
   CHECK(r.summary["in_process"] == true);
   const json& s0 = pswitch_named(r.summary, "s0");
@@ -314,9 +312,10 @@ TEST_CASE("in-process cluster: threads over net_ring, exact, same summary", "[e2
 
 TEST_CASE("in-process cluster: two-tier fabric with faults, and the ring baseline", "[e2e]") {
   Run r = cluster(
-      "--nodes threads --topology two-tier --workers 4 --trees 2 --size 1MiB --iterations 2 --loss 0.01");
+      "--nodes threads --topology two-tier --workers 4 --trees 2 --size 1MiB --iterations 2 --faults "
+      "loss=0.01");
   require_all_ok(r, 4);
-  r = cluster("--nodes threads --baseline ring --workers 3 --elems 100003 --iterations 2");
+  r = cluster("--nodes threads --baseline ring --workers 3 --size 400012 --iterations 2");
   require_all_ok(r, 3);
   CHECK(r.summary["baseline"] == "ring");
 }
@@ -332,9 +331,35 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Contains("topology"));
   // 3 trees x 2 jobs on 4 slots: the controller has no slot for one entry.
-  r = cluster("--jobs 2 --trees 3 --packet-memory 4 --elems 1");
+  r = cluster("--jobs 2 --trees 3 --packet-memory 4 --size 4");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("no slot"));
+
+  // Options that do not apply to the chosen mode are refused, never ignored.
+  r = cluster("--nodes processes --zero-copy-send false --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--zero-copy-send") && Contains("--nodes processes"));
+  r = cluster("--ring-channels 3 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--ring-channels") && Contains("--baseline ring"));
+  r = cluster("--baseline ring --trees 3 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--trees") && Contains("--baseline ring"));
+  r = cluster("--failover-after 4 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--backup-trees"));
+  r = cluster("--faults loss=0.9 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("probability"));
+  r = cluster("--poll lazy --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("busy, balanced, handoff"));
+  r = cluster("--fail-switch nowhere --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("no PSwitch named 'nowhere'"));
+  r = cluster("--topology dual-homed:3x1 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("even number of leaves"));
 
   const std::string dir = (std::filesystem::temp_directory_path() / "panama-e2e-bad").string();
   std::filesystem::create_directories(dir);
@@ -353,7 +378,7 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
   }
   r = run_command(std::string(PANAMA_PSWITCH_EXE) + " --config " + dir + "/bad-port.json");
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Contains("unknown port 'b'"));
+  CHECK_THAT(r.output, Contains("no port named 'b'"));
   {
     std::ofstream f(dir + "/cluster.json");
     f << R"({"hosts": ["w0", "w1"], "pswitches": ["s0"], "links": [{"a": "w0", "b": "s0"}]})";
@@ -367,6 +392,42 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("node-spec files: a child refuses unknown and missing keys, naming the key and the file", "[e2e]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "panama-e2e-spec").string();
+  std::filesystem::create_directories(dir);
+  const std::string good = R"({"role": "pswitch", "name": "s0", "dpdk_prefix": "p",
+      "poll": {"name": "busy", "spin_polls": 32, "spin_us": 0, "max_sleep_us": 0},
+      "config": "/nonexistent/s0.json", "stats": "/nonexistent/s0.stats.json")";
+  {
+    std::ofstream f(dir + "/extra.json");
+    f << good << R"(, "idle_sleep_us": 50})";
+  }
+  Run r = run_command(std::string(PANAMA_CLUSTER_EXE) + " --node " + dir + "/extra.json");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("unknown key 'idle_sleep_us'") && Contains(dir + "/extra.json"));
+  {
+    std::ofstream f(dir + "/nested.json");
+    std::string bad = good;
+    bad.replace(bad.find("\"spin_us\""), 9, "\"spin_ms\"");
+    f << bad << "}";
+  }
+  r = run_command(std::string(PANAMA_CLUSTER_EXE) + " --node " + dir + "/nested.json");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("'spin_us'") && Contains(dir + "/nested.json"));
+  {
+    std::ofstream f(dir + "/missing.json");
+    f << R"({"role": "worker", "name": "w0", "dpdk_prefix": "p",
+             "poll": {"name": "busy", "spin_polls": 32, "spin_us": 0, "max_sleep_us": 0}})";
+  }
+  r = run_command(std::string(PANAMA_CLUSTER_EXE) + " --node " + dir + "/missing.json");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("missing key 'plan'"));
+  r = run_command(std::string(PANAMA_CLUSTER_EXE) + " --node threads");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("did you mean --nodes"));
+  std::filesystem::remove_all(dir);
+}
+
 // Its own CTest entry (test_cluster_failover): hidden from the default run.
 TEST_CASE("virtual cluster: a spine PSwitch stops mid-run, its tree fails over to its standby, all exact",
           "[.failover]") {
@@ -374,9 +435,9 @@ TEST_CASE("virtual cluster: a spine PSwitch stops mid-run, its tree fails over t
   const std::string signal = sig ? sig : "STOP";
   // Two spines, trees 0 and 1 on spine0 and spine1, standbys 2 (spine1) and 3 (spine0).
   const Run r = cluster(
-      "--topology two-tier --leaves 2 --spines 2 --workers 4 --trees 2 --backup-trees --failover-after 8 "
-      "--size 4MiB --iterations 6 --fail-switch spine0 --fail-at 0.3 --fail-signal " +
-      signal);
+      "--topology two-tier:2x2 --workers 4 --trees 2 --backup-trees --failover-after 8 --size 4MiB "
+      "--iterations 6 --fail-switch spine0:" +
+      signal + "@0.3");
   CHECK_THAT(r.output, Contains("SIG" + signal + " to PSwitch spine0"));
   require_all_ok(r, 4);
   // Tree 0 (rooted at spine0) failed over on every worker, at the same restart sequence;
@@ -411,12 +472,53 @@ TEST_CASE("virtual cluster: a spine PSwitch stops mid-run, its tree fails over t
             << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
 }
 
+// The same with every node a thread (--nodes threads): STOP freezes the
+// spine's thread (it stops forwarding), KILL ends it for good.
+TEST_CASE("in-process cluster: a spine PSwitch thread stops mid-run, its tree fails over, all exact",
+          "[.failover]") {
+  for (const std::string how : {"STOP", "KILL"}) {
+    DYNAMIC_SECTION("--fail-switch spine0:" << how) {
+      const Run r = cluster(
+          "--nodes threads --topology two-tier:2x2 --workers 4 --trees 2 --backup-trees --failover-after 8 "
+          "--size 4MiB --iterations 6 --fail-switch spine0:" +
+          how + "@0.3");
+      CHECK_THAT(r.output, Contains("PSwitch spine0's thread"));
+      require_all_ok(r, 4);
+      CHECK(r.summary["in_process"] == true);
+      CHECK(r.summary["failure_injected"]["pswitch"] == "spine0");
+      CHECK(r.summary["failure_injected"]["how"] == how);
+      uint64_t restart = UINT64_MAX;
+      for (const json& w : r.summary["workers"]) {
+        CHECK(w["failovers"] == 1);
+        REQUIRE(w["trees"].size() == 4);
+        const json& t0 = w["trees"][0];
+        CHECK(t0["state"] == "dead");
+        if (restart == UINT64_MAX) restart = t0["restart_seq"].get<uint64_t>();
+        CHECK(t0["restart_seq"].get<uint64_t>() == restart);
+        CHECK(w["trees"][1]["state"] == "active");
+        CHECK(w["trees"][2]["state"] == "active");
+        CHECK(w["trees"][2]["bytes_completed"].get<uint64_t>() > 0);
+      }
+      const json& w0 = r.summary["workers"][0];
+      CHECK(w0["trees"][0]["bytes_completed"].get<uint64_t>() +
+                w0["trees"][2]["bytes_completed"].get<uint64_t>() ==
+            6ull * 2 * 1024 * 1024);
+      REQUIRE(r.summary["failover"]["1"].size() == 1);
+      const json& f = r.summary["failover"]["1"][0];
+      CHECK(f["tree"] == 0);
+      CHECK(f["workers"] == 4);
+      std::cout << "test_cluster_failover: --nodes threads, " << how << " to spine0; tree 0 restarted "
+                << f["recover_ms"].get<double>() << " ms after its last result (time to recover)\n";
+    }
+  }
+}
+
 TEST_CASE("virtual cluster: dual-homed workers survive a leaf PSwitch stopping mid-run", "[.failover]") {
   // Two leaves, every worker linked to both: tree 0 and tree 1's standby at
   // leaf0, tree 1 and tree 0's standby at leaf1.
   const Run r = cluster(
-      "--topology two-tier --leaves 2 --spines 1 --dual-homed --workers 4 --trees 2 --backup-trees "
-      "--failover-after 8 --size 4MiB --iterations 6 --fail-switch leaf0 --fail-at 0.3");
+      "--topology dual-homed:2x1 --workers 4 --trees 2 --backup-trees --failover-after 8 --size 4MiB "
+      "--iterations 6 --fail-switch leaf0@0.3");
   CHECK_THAT(r.output, Contains("job 1 tree 0 rooted at leaf0") && Contains("job 1 tree 2 rooted at leaf1"));
   require_all_ok(r, 4);
   for (const json& w : r.summary["workers"]) {
@@ -526,8 +628,8 @@ std::vector<std::string> dpdk_dirs_of(pid_t parent) {
 
 TEST_CASE("virtual cluster: a SIGKILLed parent's DPDK folders are removed by the next start", "[e2e]") {
   BackgroundCluster bg("kill9", {"--no-progress", "--iterations", "1000", "--size", "4MiB"});
-  for (int i = 0; i < 400 && bg.nodes("--internal-worker").size() < 4; ++i) usleep(50000);
-  REQUIRE(bg.nodes("--internal-worker").size() == 4);
+  for (int i = 0; i < 400 && bg.nodes("/nodes/w").size() < 4; ++i) usleep(50000);
+  REQUIRE(bg.nodes("/nodes/w").size() == 4);
   const pid_t parent = bg.pid;
   if (getuid() != 0) return;  // the folders below are root's
   // Every node's EAL is up (its runtime folder exists) before the kill.
@@ -536,12 +638,12 @@ TEST_CASE("virtual cluster: a SIGKILLed parent's DPDK folders are removed by the
   kill(parent, SIGKILL);  // the nodes die with it (parent-death signal): nobody runs exit code
   const int st = bg.wait();
   CHECK(WIFSIGNALED(st));
-  for (int i = 0; i < 200 && !bg.nodes("--internal-").empty(); ++i) usleep(50000);
-  REQUIRE(bg.nodes("--internal-").empty());
+  for (int i = 0; i < 200 && !bg.nodes("/nodes/").empty(); ++i) usleep(50000);
+  REQUIRE(bg.nodes("/nodes/").empty());
   // Nothing could run at the SIGKILL: the nodes' folders are still there...
   CHECK(dpdk_dirs_of(parent).size() == 5);
   // ... and the next PANAMA process to start its EAL removes them; its own are gone after it.
-  const Run r = cluster("--workers 2 --elems 1 --iterations 1");
+  const Run r = cluster("--workers 2 --size 4 --iterations 1");
   require_all_ok(r, 2);
   CHECK(dpdk_dirs_of(parent).empty());
 }
@@ -569,7 +671,7 @@ TEST_CASE("standalone panama-pswitch: its DPDK folder is gone after a clean exit
 TEST_CASE("virtual cluster: a killed worker is reported with its signal", "[e2e]") {
   BackgroundCluster bg("killw", {"--iterations", "100000", "--size", "256KiB", "--stall-timeout", "3"});
   REQUIRE(bg.wait_for_progress());
-  const std::vector<pid_t> w = bg.nodes("--internal-worker");
+  const std::vector<pid_t> w = bg.nodes("/nodes/w");
   REQUIRE(!w.empty());
   kill(w[0], SIGKILL);
   const int st = bg.wait();
@@ -650,12 +752,12 @@ TEST_CASE("validation gaps: sizes and PSwitch configs are refused with a clear m
                                 "slot_base": 0, "slot_count": 4, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600})";
   r = pswitch_with("dup-child.json", root, R"({"job": 1, "tree": 0, "children": ["a", "b", "a"]})");
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Contains("lists port 'a' twice"));
+  CHECK_THAT(r.output, Contains("port 'a' is listed twice"));
   r = pswitch_with(
       "no-entry.json", root,
       R"({"job": 1, "tree": 0, "children": ["a", "b"]}, {"job": 2, "tree": 0, "children": ["a"]})");
   CHECK(r.exit_code == 1);
-  CHECK_THAT(r.output, Contains("job 2 tree 0) has no engine entry"));
+  CHECK_THAT(r.output, Contains("job 2 tree 0 has no engine entry"));
   r = pswitch_with("child-64.json",
                    R"({"index": 0, "job": 1, "tree": 0, "fan_in": 2, "children": [0, 1], "slot_base": 0,
                        "slot_count": 4, "out_child_id": 64, "eth_src": "02:00:00:00:00:10", "eth_dst": "01:00:5e:01:00:00", "ip_src": "10.0.0.10", "ip_dst": "239.1.0.0", "udp_src": 9600, "udp_dst": 9600})",

@@ -1,166 +1,149 @@
 // panama-cluster: the virtual-cluster main job (docs/cluster.md).
 //
-// The same binary is every process of the cluster: started without the
-// internal flags it is the parent (plans, starts, watches, summarises);
-// --internal-pswitch and --internal-worker are its children.
-#include <unistd.h>
-
+// The same binary is every process of a cluster run: started with options
+// it is the parent (ClusterRun: plans, starts, supervises, summarises);
+// `panama-cluster --node <run_dir>/nodes/<name>.json`, the one entry point
+// of its children, runs one PSwitch or worker from its node-spec file
+// (node_spec.hpp).
 #include <CLI/CLI.hpp>
-#include <cstring>
+#include <cstdio>
+#include <string>
 
 #include "panama/cluster/cluster.hpp"
 #include "panama/cluster/cluster_cli.hpp"
-#include "panama/cluster/orchestration.hpp"
-#include "panama/config/node_config.hpp"
+#include "panama/cluster/node_spec.hpp"
 
 namespace {
 
-// argv of the children: fixed pairs "--flag value", written by orchestrator.cpp.
-const char* arg_after(int argc, char** argv, const char* flag) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
-  }
-  return nullptr;
-}
+using panama::cluster::ClusterOptions;
 
-int internal_main(int argc, char** argv) {
-  if (panama::cluster::is_pswitch_child(argc, argv)) return panama::cluster::run_pswitch_child(argc, argv);
-  panama::cluster::WorkerOptions w;
-  w.plan_path = argv[2];
-  const char* vdev = arg_after(argc, argv, "--internal-vdev");
-  const char* seed = arg_after(argc, argv, "--seed");
-  const char* elems = arg_after(argc, argv, "--elems");
-  const char* iters = arg_after(argc, argv, "--iterations");
-  if (!vdev || !seed || !elems || !iters) {
-    std::fprintf(stderr, "internal worker: missing arguments\n");
-    return 2;
-  }
-  w.vdev = vdev;
-  if (const char* idle = arg_after(argc, argv, "--internal-idle-us"))
-    w.idle_sleep_us = static_cast<uint32_t>(std::strtoul(idle, nullptr, 10));
-  if (const char* spin = arg_after(argc, argv, "--internal-idle-spin-us"))
-    w.idle_spin_us = static_cast<uint32_t>(std::strtoul(spin, nullptr, 10));
-  if (const char* sc = arg_after(argc, argv, "--internal-streaming"))
-    w.streaming_copy_bytes = static_cast<size_t>(std::strtoull(sc, nullptr, 10));
-  if (const char* ch = arg_after(argc, argv, "--ring-channels"))
-    w.ring_channels = static_cast<uint32_t>(std::strtoul(ch, nullptr, 10));
-  if (const char* v2 = arg_after(argc, argv, "--internal-vdev2")) w.vdev2 = v2;
-  if (const char* left = arg_after(argc, argv, "--ring-left")) {
-    const char* right = arg_after(argc, argv, "--ring-right");
-    panama::config::MacAddress l{}, r{};
-    if (!right || !panama::config::parse_mac(left, l) || !panama::config::parse_mac(right, r)) {
-      std::fprintf(stderr, "internal worker: bad ring peers\n");
-      return 2;
+// Options that do not apply to the run's mode: the first one given, with
+// why; "" when all of them apply.
+std::string option_not_for_mode(const CLI::App& app, const ClusterOptions& o) {
+  auto given = [&](const char* name) { return app.count(name) > 0; };
+  if (!o.in_process && given("--zero-copy-send"))
+    return "--zero-copy-send applies to --nodes threads (net_ring links) only, not to --nodes processes "
+           "(memif copies every frame anyway)";
+  if (!o.ring_baseline && given("--ring-channels")) return "--ring-channels applies to --baseline ring only";
+  if (o.ring_baseline) {
+    // The ring baseline has no trees, engine slots or PANAMA protocol.
+    for (const char* name :
+         {"--trees", "--backup-trees", "--failover-after", "--packet-memory", "--shares", "--rto-min-us",
+          "--retry-budget", "--zero-copy-send", "--streaming-copy-bytes", "--fail-switch"}) {
+      if (given(name))
+        return std::string(name) + " applies to in-network aggregation only, not to --baseline ring";
     }
-    if (const char* p = arg_after(argc, argv, "--internal-prefix")) w.file_prefix = p;
-    w.seed = std::strtoull(seed, nullptr, 10);
-    w.elems = std::strtoull(elems, nullptr, 10);
-    w.iterations = static_cast<uint32_t>(std::strtoul(iters, nullptr, 10));
-    return panama::cluster::run_ring_worker(w, panama::cluster::RingPeers{l, r});
   }
-  if (const char* p = arg_after(argc, argv, "--internal-prefix")) w.file_prefix = p;
-  w.seed = std::strtoull(seed, nullptr, 10);
-  w.elems = std::strtoull(elems, nullptr, 10);
-  w.iterations = static_cast<uint32_t>(std::strtoul(iters, nullptr, 10));
-  return panama::cluster::run_worker(w);
+  return {};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 3 &&
-      (std::strcmp(argv[1], "--internal-pswitch") == 0 || std::strcmp(argv[1], "--internal-worker") == 0)) {
-    return internal_main(argc, argv);
-  }
-  panama::cluster::ClusterOptions o;
-  std::string size = "64MiB";
-  uint64_t elems = 0;
+  if (panama::cluster::is_node_child(argc, argv)) return panama::cluster::run_node_child(argc, argv);
+  namespace pc = panama::cluster;
+  ClusterOptions o;
   CLI::App app{
-      "panama-cluster: a PANAMA cluster on this machine (software PSwitches and DPDK workers as processes "
-      "linked by memif); runs allreduces and checks every result bit for bit"};
-  panama::cluster::add_cluster_options(app, o);
-  app.add_option("--size", size, "bytes per allreduce (e.g. 64MiB, 100KB, 4); a multiple of 4")
-      ->capture_default_str();
-  app.add_option("--elems", elems, "fp32 elements per allreduce (instead of --size)");
+      "panama-cluster: a PANAMA cluster on this machine (software PSwitches and DPDK workers, a process per "
+      "node over memif or a thread per node over net_ring); runs allreduces and checks every result bit "
+      "for bit. docs/cluster.md"};
+  app.footer(
+      "Exit status: 0 every result bit-exact, 1 a mismatch or failure, 2 bad options or set-up, 130 "
+      "interrupted.");
+  pc::add_cluster_options(app, o);
+  // Traffic
+  pc::add_parsed_option(
+      app, "--size",
+      [&o](const std::string& v) {
+        const uint64_t bytes = pc::parse_size(v);
+        if (bytes == 0 || bytes % 4 != 0)
+          throw std::invalid_argument("must be a positive multiple of 4 bytes (fp32), got " +
+                                      std::to_string(bytes));
+        o.elems = bytes / 4;
+      },
+      "bytes per allreduce, a multiple of 4 (fp32): 64MiB, 100KB, 400012 (100003 elements)", "64MiB")
+      ->group(pc::kTrafficGroup);
   app.add_option("--iterations", o.iterations, "allreduces to run")
       ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the data and of the fault injection")->capture_default_str();
-  app.add_option("--stall-timeout", o.stall_timeout_s, "abort after this many seconds without progress")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--summary-json", o.summary_path, "write the summary as JSON to this file");
-  app.add_flag("!--no-progress", o.progress, "no progress line on stderr");
-  std::string baseline = "none";
-  app.add_option("--baseline", baseline,
-                 "ring: run a host ring allreduce over the same links instead (for comparison)")
-      ->check(CLI::IsMember({"none", "ring"}))
-      ->capture_default_str();
-  app.add_option("--idle-sleep-us", o.idle_sleep_us,
-                 "idle back-off of every polling loop: sleep up to this many microseconds when a poll "
-                 "finds nothing (0: busy-poll, for a core per process)")
-      ->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  app.add_option("--idle-spin-us", o.idle_spin_us,
-                 "before backing off, every polling loop keeps polling until idle this many microseconds "
-                 "(-1: " +
-                     std::to_string(panama::cluster::kThreadsIdleSpinUs) +
-                     " with --nodes threads, PANAMA or ring, whose loops hand frames to each other in one "
-                     "process; 0 with processes, where more loops than CPUs poll)")
-      ->check(CLI::Range(int64_t{-1}, int64_t{1000000}))
-      ->capture_default_str();
-  app.add_option("--streaming-copy-bytes", o.streaming_copy_bytes,
-                 "workers copy payloads of allreduces at least this large with streaming stores "
-                 "(0: never; docs/runtime.md)")
-      ->capture_default_str();
-  app.add_option("--zero-copy-send", o.zero_copy_send,
-                 "with --nodes threads, workers send payloads from their buffers instead of copying "
-                 "them into frames (true/false; docs/runtime.md)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(pc::kTrafficGroup);
+  app.add_option("--seed", o.seed, "seed of the data and of the fault injection")
+      ->capture_default_str()
+      ->group(pc::kTrafficGroup);
+  // Links and faults
+  pc::add_parsed_option(
+      app, "--fail-switch", [&o](const std::string& v) { pc::parse_fail_switch(v, o); },
+      "failure injection: NAME[:STOP|KILL][@FRACTION] stops this PSwitch once FRACTION (0.3) of the run's "
+      "bytes are done; STOP (default) freezes it, KILL ends it for good; with either --nodes",
+      "")
+      ->group(pc::kLinksGroup);
+  // Run
   std::string nodes = "processes";
   app.add_option(
          "--nodes", nodes,
-         "processes: one process per node, links memif; threads: every node a thread of this process, "
-         "links net_ring pairs (no memif copies, no process switches); the last one given counts")
+         "processes: a process per node, links memif; threads: every node a thread of this process, links "
+         "net_ring pairs (what scripts/demo.sh runs); the last one given counts")
       ->check(CLI::IsMember({"processes", "threads"}))
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(pc::kRunGroup);
+  std::string baseline = "none";
+  app.add_option("--baseline", baseline,
+                 "ring: a host ring allreduce over the same links instead of in-network aggregation")
+      ->check(CLI::IsMember({"none", "ring"}))
+      ->capture_default_str()
+      ->group(pc::kRunGroup);
+  app.add_option("--summary-json", o.summary_path, "also write the summary as JSON to this file")
+      ->group(pc::kRunGroup);
+  app.add_flag("!--no-progress", o.progress, "no progress line on stderr")->group(pc::kRunGroup);
+  app.add_option("--stall-timeout", o.stall_timeout_s, "stop after this many seconds without progress")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(pc::kRunGroup);
+  // Tuning
+  app.add_option("--poll", o.poll,
+                 "how every polling loop waits when idle: busy, balanced or handoff (default: handoff with "
+                 "--nodes threads, balanced with processes); overrides after a comma, e.g. handoff,spin=200 "
+                 "(docs/cluster.md, \"Idle back-off\")")
+      ->check([](const std::string& v) {
+        try {
+          panama::runtime::IdlePolicy::parse(v);
+        } catch (const std::invalid_argument& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      })
+      ->group(pc::kTuningGroup);
+  app.add_option("--zero-copy-send", o.zero_copy_send,
+                 "--nodes threads: workers send payloads from their buffers instead of copying them into "
+                 "frames (docs/runtime.md)")
+      ->capture_default_str()
+      ->group(pc::kTuningGroup);
+  pc::add_parsed_option(
+      app, "--streaming-copy-bytes",
+      [&o](const std::string& v) { o.streaming_copy_bytes = pc::parse_size(v); },
+      "workers copy payloads of allreduces at least this large with streaming stores (0: never; "
+      "docs/runtime.md)",
+      "8MiB")
+      ->group(pc::kTuningGroup);
   app.add_option("--ring-channels", o.ring_channels,
                  "--baseline ring: independent rings, each over its share of the data")
       ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  app.add_option("--fail-switch", o.fail_switch,
-                 "stop this PSwitch mid-run (failure injection; see --fail-signal, --fail-at)");
-  app.add_option("--fail-signal", o.fail_signal, "STOP (freeze the process) or KILL")
-      ->check(CLI::IsMember({"STOP", "KILL"}))
-      ->capture_default_str();
-  app.add_option("--fail-at", o.fail_at, "fraction of the run's bytes done when --fail-switch is stopped")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+      ->capture_default_str()
+      ->group(pc::kTuningGroup);
+  if (const int rc = pc::parse_cluster_command_line(app, argc, argv); rc >= 0) return rc;
 
   o.ring_baseline = baseline == "ring";
   o.in_process = nodes == "threads";
-  if (elems > 0) {
-    o.elems = elems;
-  } else {
-    uint64_t bytes = 0;
-    try {
-      bytes = panama::cluster::parse_size(size);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "panama-cluster: --size: %s\n", e.what());
-      return 2;
-    }
-    if (bytes == 0 || bytes % 4 != 0) {
-      std::fprintf(stderr, "panama-cluster: --size must be a positive multiple of 4 bytes (fp32), got %llu\n",
-                   static_cast<unsigned long long>(bytes));
-      return 2;
-    }
-    o.elems = bytes / 4;
+  std::string bad = pc::check_cluster_options(app, o);
+  if (bad.empty()) bad = option_not_for_mode(app, o);
+  if (!bad.empty()) {
+    std::fprintf(stderr, "panama-cluster: %s\n", bad.c_str());
+    return 2;
   }
   // Refuse what cannot fit instead of dying of std::bad_alloc in every worker.
-  const uint64_t need = panama::cluster::worker_memory_bytes(o.elems, o.workers, o.jobs);
-  const uint64_t avail = panama::cluster::mem_available_bytes();
+  const uint64_t need = pc::worker_memory_bytes(o.elems, o.workers, o.jobs);
+  const uint64_t avail = pc::mem_available_bytes();
   if (avail > 0 && need > avail) {
     std::fprintf(
         stderr,
@@ -170,11 +153,5 @@ int main(int argc, char** argv) {
         o.jobs, static_cast<double>(avail) / (1u << 30));
     return 2;
   }
-  const std::string exe = panama::cluster::self_exe();
-  if (exe.empty()) {
-    std::fprintf(stderr, "panama-cluster: cannot find its own executable (/proc/self/exe)\n");
-    return 1;
-  }
-  if (o.in_process) return panama::cluster::run_cluster_in_process(o);
-  return panama::cluster::run_cluster(o, exe);
+  return pc::run_cluster(o);
 }

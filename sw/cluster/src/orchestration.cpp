@@ -21,7 +21,7 @@
 #include <map>
 #include <thread>
 
-#include "panama/pswitch/pswitch_process.hpp"
+#include "panama/cluster/node_spec.hpp"
 
 namespace panama::cluster {
 
@@ -73,18 +73,6 @@ void wait_until_ready(const Node& ready, const std::string& stats_path, std::vec
       throw std::runtime_error("timed out waiting for PSwitch " + ready.name + " to start");
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-}
-
-std::atomic<bool> g_pswitch_stop{false};
-void on_pswitch_term(int) {
-  g_pswitch_stop.store(true);
-}
-
-const char* arg_after(int argc, char** argv, const char* flag) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -240,7 +228,7 @@ Node& NodeSet::start(const NodeSpec& spec) {
 }
 
 void NodeSet::start_switches(const controller::Deployment& dep, const std::string& pswitch_exe,
-                             uint32_t idle_sleep_us, uint32_t idle_spin_us) {
+                             const runtime::IdlePolicy& poll) {
   // memif clients fail to start when their server's socket is missing, so
   // servers first: spines, then leaves (clients of spines, servers of hosts).
   std::vector<const controller::SwitchOutput*> order;
@@ -254,15 +242,20 @@ void NodeSet::start_switches(const controller::Deployment& dep, const std::strin
   for (const controller::SwitchOutput* s : order) {
     const std::string name = s->node.node;
     const std::string stats = run_dir_ + "/" + name + ".stats.json";
+    NodeSpecFile file;
+    file.role = NodeSpecFile::Role::kPswitch;
+    file.name = name;
+    file.dpdk_prefix = dpdk_prefix(name);
+    file.poll = poll;
+    file.config_path = run_dir_ + "/" + name + ".json";
+    file.stats_path = stats;
+    const std::string file_path = node_spec_path(run_dir_, name);
+    write_node_spec(file_path, file);
     NodeSpec spec;
     spec.name = name;
     spec.exe = pswitch_exe;
-    spec.dpdk_prefix = dpdk_prefix(name);
-    spec.args = {"--internal-pswitch",      run_dir_ + "/" + name + ".json",
-                 "--internal-stats",        stats,
-                 "--internal-prefix",       spec.dpdk_prefix,
-                 "--internal-idle-us",      std::to_string(idle_sleep_us),
-                 "--internal-idle-spin-us", std::to_string(idle_spin_us)};
+    spec.dpdk_prefix = file.dpdk_prefix;
+    spec.args = {"--node", file_path};
     Node& n = start(spec);
     n.is_switch = true;
     wait_until_ready(n, stats, nodes_);
@@ -413,25 +406,6 @@ std::string human_bytes(double b) {
     std::snprintf(s, sizeof s, "%.0f B", b);
   }
   return s;
-}
-
-bool is_pswitch_child(int argc, char** argv) {
-  return argc >= 3 && std::strcmp(argv[1], "--internal-pswitch") == 0;
-}
-
-int run_pswitch_child(int argc, char** argv) {
-  std::signal(SIGINT, SIG_IGN);  // the parent sends SIGTERM when it is time
-  std::signal(SIGTERM, on_pswitch_term);
-  pswitch::PswitchProcessOptions o;
-  o.config_path = argv[2];
-  if (const char* s = arg_after(argc, argv, "--internal-stats")) o.stats_path = s;
-  o.extra_eal = {"--log-level=*:error"};
-  if (const char* p = arg_after(argc, argv, "--internal-prefix")) o.file_prefix = p;
-  if (const char* i = arg_after(argc, argv, "--internal-idle-us"))
-    o.idle_sleep_us = static_cast<uint32_t>(std::strtoul(i, nullptr, 10));
-  if (const char* i = arg_after(argc, argv, "--internal-idle-spin-us"))
-    o.idle_spin_us = static_cast<uint32_t>(std::strtoul(i, nullptr, 10));
-  return pswitch::run_pswitch_process(o, g_pswitch_stop);
 }
 
 std::string self_exe() {

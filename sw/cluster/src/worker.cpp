@@ -1,15 +1,13 @@
-// A virtual-cluster worker process: one Communicator on one memif port,
+// A virtual-cluster worker (worker.hpp): one Communicator on its port(s),
 // `iterations` allreduces of exact-summing data, each checked bit for bit.
+#include "panama/cluster/worker.hpp"
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "panama/cluster/cluster.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/runtime/runtime.hpp"
 
@@ -41,38 +39,21 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
           {"replayed_unanswered", t.replayed_unanswered}};
 }
 
-}  // namespace
-
 nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan, runtime::Communicator& comm,
                            const WorkerProgress& progress, nlohmann::json report);
 
-void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank, uint32_t world,
-                       uint32_t iteration, double timeout_s, const std::function<void()>& while_waiting) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(plan_path).parent_path();
-  auto file_of = [&](uint32_t r) {
-    return dir /
-           ("barrier-j" + std::to_string(job) + "-i" + std::to_string(iteration) + "-r" + std::to_string(r));
-  };
-  std::ofstream(file_of(rank)).put('\n');
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  for (uint32_t r = 0; r < world; ++r) {
-    std::error_code ec;
-    while (!fs::exists(file_of(r), ec)) {
-      if (std::chrono::steady_clock::now() > until)
-        throw std::runtime_error("rank " + std::to_string(r) + " did not reach iteration " +
-                                 std::to_string(iteration) + " within " + std::to_string(timeout_s) + " s");
-      if (while_waiting) while_waiting();
-      std::this_thread::sleep_for(std::chrono::microseconds(while_waiting ? 200 : 1000));
-    }
-  }
-}
+}  // namespace
 
 nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* shared_rt,
-                                 const std::string& device, const WorkerProgress& progress) {
+                                 const std::vector<std::string>& devices, const WorkerProgress& progress) {
   nlohmann::json report;
   try {
-    const runtime::Plan plan = runtime::load_plan(opt.plan_path);
+    runtime::Plan plan = runtime::load_plan(opt.plan_path);
+    // In a shared runtime the uplinks are its ports, not the plan's memif devices.
+    if (shared_rt && devices.size() > 1 && plan.devices.size() == devices.size()) {
+      plan.devices = devices;
+      plan.device = devices[0];
+    }
     report["job"] = plan.job_id;
     report["rank"] = plan.rank;
     if (plan.world_size > kMaxExactWorkers)
@@ -81,14 +62,12 @@ nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* sha
     if (!shared_rt) {
       runtime::RuntimeOptions ro;
       ro.port.link_wait_ms = 10000;
-      ro.idle_sleep_us = opt.idle_sleep_us;
-      ro.idle_spin_us = opt.idle_spin_us;
+      ro.idle = opt.idle;
       ro.streaming_copy_bytes = opt.streaming_copy_bytes;
-      std::vector<std::string> eal = node_eal_args(opt.vdev, 512, opt.file_prefix);
-      if (!opt.vdev2.empty()) eal.push_back("--vdev=" + opt.vdev2);  // dual-homed
-      own_rt = runtime::Runtime::create(eal, ro);
+      // A dual-homed worker has two uplinks, hence two vdevs.
+      own_rt = runtime::Runtime::create(node_eal_args(opt.vdevs, 512, opt.file_prefix), ro);
     }
-    auto comm = (shared_rt ? shared_rt : own_rt.get())->communicator(plan, device);
+    auto comm = (shared_rt ? shared_rt : own_rt.get())->communicator(plan, shared_rt ? devices.at(0) : "");
     return worker_loop(opt, plan, *comm, progress, report);
   } catch (const std::exception& e) {
     report["ok"] = false;
@@ -97,6 +76,8 @@ nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* sha
   }
   return report;
 }
+
+namespace {
 
 nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
                            runtime::Communicator& comm_ref, const WorkerProgress& progress,
@@ -166,14 +147,12 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
   return report;
 }
 
-int run_worker(const WorkerOptions& opt) {
+}  // namespace
+
+void run_worker(const WorkerOptions& opt) {
   std::signal(SIGINT, SIG_IGN);  // the cluster's parent decides when to stop
-  const nlohmann::json report = worker_iterations(opt, nullptr, "", [](uint32_t it, uint64_t bytes) {
-    std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
-    std::fflush(stdout);
-  });
-  std::printf("R %s\n", report.dump().c_str());
-  std::fflush(stdout);
+  const nlohmann::json report = worker_iterations(opt, nullptr, {}, print_progress_line);
+  print_report_line(report.dump());
   // Exit without running destructors of DPDK state still polled by threads.
   std::_Exit(report.value("ok", false) ? 0 : 1);
 }

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
+#include <stdexcept>
 
 #include "panama/pswitch/pswitch_process.hpp"
 
@@ -32,15 +34,19 @@ int main(int argc, char** argv) {
   app.add_option("--duration", opt.duration, "stop after this many seconds (0: run until SIGINT/SIGTERM)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("-q,--quiet", opt.quiet, "do not print the counters at exit");
-  app.add_option("--idle-sleep-us", opt.idle_sleep_us,
-                 "when idle, sleep up to this many microseconds between polls (0: busy-poll)")
-      ->check(CLI::Range(0, 100000))
-      ->capture_default_str();
-  app.add_option("--idle-spin-us", opt.idle_spin_us,
-                 "before backing off, keep polling until idle for this many microseconds")
-      ->check(CLI::Range(0, 1000000))
+  std::string poll = "busy";
+  app.add_option("--poll", poll,
+                 "how the loop waits when idle: busy (never sleep: a core per PSwitch), balanced (sleep up "
+                 "to 50 us: cores shared with workers) or handoff (poll 2 ms, then as balanced); overrides "
+                 "after a comma, e.g. balanced,sleep=20 (docs/pswitch.md)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  try {
+    opt.idle = panama::runtime::IdlePolicy::parse(poll);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "panama-pswitch: --poll: %s\n", e.what());
+    return 2;
+  }
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);

@@ -62,9 +62,9 @@ int run_pswitch_process(const PswitchProcessOptions& opt, const std::atomic<bool
     }
     const uint64_t start = SoftwarePswitch::now_ns();
     uint64_t next_stats = start;
-    // Idle back-off (runtime::IdleBackoff): busy-poll and yield by default;
-    // with idle_sleep_us it sleeps when idle, for cores shared with workers.
-    runtime::IdleBackoff backoff({64, 1, opt.idle_sleep_us, opt.idle_spin_us});
+    // Idle back-off (runtime::IdlePolicy): busy-poll and yield by default;
+    // other presets sleep when idle, for cores shared with workers.
+    runtime::IdleBackoff backoff(opt.idle.backoff());
     while (!stop.load(std::memory_order_relaxed)) {
       const uint64_t now = SoftwarePswitch::now_ns();
       backoff.after_poll(sw.poll(now));

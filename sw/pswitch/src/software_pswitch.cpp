@@ -13,10 +13,10 @@
 #include "panama/engine/apply_config.hpp"
 #include "panama/engine/backend.hpp"
 #include "panama/engine/counters.hpp"
+#include "panama/engine/register_access.hpp"
 #include "panama/pswitch/fault_injector.hpp"
 #include "panama/pswitch/output_queue.hpp"
 #include "panama/pswitch/switch_core.hpp"
-#include "panama/engine/register_access.hpp"
 #include "panama/runtime/idle_backoff.hpp"
 
 namespace panama::pswitch {
@@ -313,8 +313,8 @@ uint32_t SoftwarePswitch::poll(uint64_t now) {
   return impl_->poll(now);
 }
 
-void SoftwarePswitch::run(const std::atomic<bool>& stop, uint32_t idle_sleep_us, uint32_t idle_spin_us) {
-  runtime::IdleBackoff backoff({64, 1, idle_sleep_us, idle_spin_us});
+void SoftwarePswitch::run(const std::atomic<bool>& stop, const runtime::IdlePolicy& idle) {
+  runtime::IdleBackoff backoff(idle.backoff());
   while (!stop.load(std::memory_order_relaxed)) backoff.after_poll(impl_->poll(now_ns()));
 }
 

@@ -18,10 +18,13 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "panama/cluster/cluster.hpp"
 #include "panama/cluster/cluster_cli.hpp"
+#include "panama/cluster/node_spec.hpp"
 #include "panama/cluster/orchestration.hpp"
+#include "panama/cluster/worker_common.hpp"
 
 using namespace panama::cluster;
 
@@ -60,7 +63,8 @@ std::string describe_status(int status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (is_pswitch_child(argc, argv)) return run_pswitch_child(argc, argv);
+  // Its PSwitches are its children: `panama-torchrun --node <spec file>`.
+  if (is_node_child(argc, argv)) return run_node_child(argc, argv);
 
   ClusterOptions opt;
   opt.elems_per_packet = 1024;
@@ -72,12 +76,18 @@ int main(int argc, char** argv) {
       "panama-torchrun: run a command once per rank on a PANAMA virtual cluster (software PSwitches, memif "
       "links); the ranks use torch.distributed's \"panama\" backend"};
   add_cluster_options(app, opt);
-  app.add_option("--master-port", master_port, "TCP port of the rendezvous store (default: a free one)");
-  app.add_flag("!--no-prefix", prefix, "do not prefix output lines with the rank");
+  app.add_option("--master-port", master_port, "TCP port of the rendezvous store (default: a free one)")
+      ->group(kRunGroup);
+  app.add_flag("!--no-prefix", prefix, "do not prefix output lines with the rank")->group(kRunGroup);
   app.add_option("--pythonpath", python_path, "where the panama_torch package is (prepended to PYTHONPATH)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kRunGroup);
   app.add_option("command", command, "the command each rank runs (after --)")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse_cluster_command_line(app, argc, argv); rc >= 0) return rc;
+  if (const std::string bad = check_cluster_options(app, opt); !bad.empty()) {
+    std::fprintf(stderr, "panama-torchrun: %s\n", bad.c_str());
+    return 2;
+  }
   if (opt.jobs != 1) {
     std::fprintf(stderr, "panama-torchrun: runs one job (--jobs 1)\n");
     return 2;
@@ -103,7 +113,8 @@ int main(int argc, char** argv) {
   std::map<std::string, uint32_t> rank_of;
   int rc = 0;
   try {
-    nodes.start_switches(run.dep, self);
+    // Processes sharing the machine with the ranks: the balanced preset.
+    nodes.start_switches(run.dep, self, idle_policy(opt));
     std::string pswitch_pids;
     for (const Node& n : nodes.nodes()) {
       if (n.is_switch)
@@ -127,7 +138,9 @@ int main(int argc, char** argv) {
                   "MASTER_ADDR=127.0.0.1",
                   "MASTER_PORT=" + std::to_string(master_port),
                   "PANAMA_PLAN=" + run.run_dir + "/" + w.host + ".plan.json",
-                  "PANAMA_EAL_ARGS=" + join(node_eal_args(w.vdev, 512, spec.dpdk_prefix)),
+                  "PANAMA_EAL_ARGS=" +
+                      join(node_eal_args(w.vdevs.empty() ? std::vector<std::string>{w.vdev} : w.vdevs, 512,
+                                         spec.dpdk_prefix)),
                   "PANAMA_RUN_DIR=" + run.run_dir,
                   "PANAMA_PSWITCH_PIDS=" + pswitch_pids,
                   "PYTHONPATH=" + pp,
@@ -189,7 +202,7 @@ int main(int argc, char** argv) {
     }
   }
   const bool ok = rc == 0 && !interrupted && failed_rank < 0;
-  finish_run_dir(run, !opt.keep && (ok || interrupted), "panama-torchrun");
+  finish_run_dir(run, ok || interrupted, "panama-torchrun");
   if (interrupted) return 130;
   if (rc != 0) return rc;
   if (failed_rank >= 0) return WIFEXITED(failed_status) ? WEXITSTATUS(failed_status) : 1;

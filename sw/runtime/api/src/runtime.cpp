@@ -202,7 +202,7 @@ struct Shared {
   }
 
   void run() {
-    IdleBackoff backoff({32, 1, options.idle_sleep_us, options.idle_spin_us});
+    IdleBackoff backoff(options.idle.backoff());
     std::unique_lock<std::mutex> lk(mu);
     while (!stop) {
       if (pending_locked() == 0) {
@@ -212,7 +212,7 @@ struct Shared {
       const bool did = pass_locked();
       lk.unlock();
       // Let API calls take the lock between passes; back off when idle
-      // (spin, then sleep 1, 2, 4 .. idle_sleep_us) so a waiting worker does
+      // (spin, then sleep 1, 2, 4 .. options.idle.max_sleep_us) so a waiting worker does
       // not occupy a whole core.
       if (!backoff.after_poll(did ? 1 : 0)) std::this_thread::yield();
       lk.lock();
@@ -436,9 +436,9 @@ bool AllreduceHandle::wait_for(std::chrono::milliseconds timeout) {
   } else {
     while (!done()) {
       if (std::chrono::steady_clock::now() >= until) return false;
-      if (!s.pass_locked() && s.options.idle_sleep_us > 0) {
+      if (!s.pass_locked() && s.options.idle.max_sleep_us > 0) {
         lk.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(s.options.idle_sleep_us));
+        std::this_thread::sleep_for(std::chrono::microseconds(s.options.idle.max_sleep_us));
         lk.lock();
       }
     }

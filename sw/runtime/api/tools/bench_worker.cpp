@@ -128,7 +128,7 @@ void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_second
   for (unsigned t = 0; t < trees; ++t) sc.entries.push_back({1, static_cast<uint8_t>(t), 1, 0x1, 64});
   LoopbackSwitch sw(eal, sc);
   RuntimeOptions o;
-  o.idle_sleep_us = 0;  // busy-poll, as a dedicated worker core would
+  o.idle = IdlePolicy::busy();  // as a dedicated worker core would
   o.streaming_copy_bytes = streaming;
   o.zero_copy_send = zero_copy;
   auto rt = Runtime::create(eal, o);

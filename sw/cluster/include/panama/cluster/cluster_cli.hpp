@@ -1,76 +1,160 @@
-// The command-line options that describe a virtual cluster (topology,
-// links, engines, congestion, run directory), shared by panama-cluster and
-// panama-torchrun so both take the same flags with the same meaning.
+// The command-line options that describe a virtual cluster (fabric, links
+// and faults, protocol, run directory), shared by panama-cluster and
+// panama-torchrun so both take the same flags with the same meaning, in the
+// same help sections (CLI11 option groups). docs/cluster.md lists them.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
+#include <stdexcept>
+#include <string>
 
 #include "panama/cluster/cluster.hpp"
 
 namespace panama::cluster {
 
+// Help sections of the cluster programs, in this order.
+inline constexpr const char* kFabricGroup = "Fabric";
+inline constexpr const char* kTrafficGroup = "Traffic";
+inline constexpr const char* kLinksGroup = "Links and faults";
+inline constexpr const char* kProtocolGroup = "Protocol";
+inline constexpr const char* kRunGroup = "Run";
+inline constexpr const char* kTuningGroup = "Tuning";
+
+// Option values with a syntax of their own; each throws
+// std::invalid_argument with what is wrong.
+// single | two-tier[:LEAVESxSPINES] | dual-homed[:LEAVESxSPINES]
+void parse_topology(const std::string& text, ClusterOptions& opt);
+// P (loss, duplication and reordering alike) | loss=P,dup=P,reorder=P (any of them)
+void parse_faults(const std::string& text, ClusterOptions& opt);
+// K (port queues and engine queue) | PORT_K,ENGINE_K; sizes as parse_size
+void parse_ecn_k(const std::string& text, ClusterOptions& opt);
+// NAME[:STOP|KILL][@FRACTION]
+void parse_fail_switch(const std::string& text, ClusterOptions& opt);
+
+// An option whose value `parse` turns into ClusterOptions fields; a
+// std::invalid_argument becomes CLI11's validation error for the option.
+inline CLI::Option* add_parsed_option(CLI::App& app, const std::string& name,
+                                      std::function<void(const std::string&)> parse, const std::string& help,
+                                      const std::string& default_text) {
+  CLI::Option* o = app.add_option_function<std::string>(
+      name,
+      [name, parse](const std::string& v) {
+        try {
+          parse(v);
+        } catch (const std::invalid_argument& e) {
+          throw CLI::ValidationError(name, e.what());
+        }
+      },
+      help);
+  if (!default_text.empty()) o->default_str(default_text);
+  return o;
+}
+
 inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
-  app.add_option("--topology", opt.topology, "single (one PSwitch) or two-tier (leaf-spine)")
-      ->check(CLI::IsMember({"single", "two-tier"}))
-      ->capture_default_str();
+  // Fabric
+  add_parsed_option(
+      app, "--topology", [&opt](const std::string& v) { parse_topology(v, opt); },
+      "single (one PSwitch), two-tier[:LEAVESxSPINES] (leaf-spine, 2x2 by default; workers round-robin "
+      "over the leaves) or dual-homed[:LEAVESxSPINES] (two-tier, every worker linked to a leaf of each of "
+      "two planes: an even LEAVES)",
+      "single")
+      ->group(kFabricGroup);
   app.add_option("--workers", opt.workers, "workers per job")
       ->check(CLI::Range(1, 64))
-      ->capture_default_str();
-  app.add_option("--leaves", opt.leaves, "leaf PSwitches (two-tier)")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  app.add_option("--spines", opt.spines, "spine PSwitches (two-tier)")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  app.add_option("--trees", opt.trees, "aggregation trees per job")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kFabricGroup);
   app.add_option("--jobs", opt.jobs, "concurrent jobs sharing the PSwitches")
       ->check(CLI::Range(1, 8))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  app.add_option("--trees", opt.trees, "aggregation trees per job")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  app.add_flag(
+         "--backup-trees", opt.backup_trees,
+         "a standby tree per tree on another spine (or plane): workers fail over to it when a tree dies")
+      ->group(kFabricGroup);
+  app.add_option("--packet-memory", opt.packet_memory, "slots per PSwitch engine")
+      ->check(CLI::Range(1, 512))
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  app.add_option("--shares", opt.shares, "PSwitch memory shares: equal, or weighted (job j has weight j)")
+      ->check(CLI::IsMember({"equal", "weighted"}))
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  // Traffic
+  app.add_option("--elems-per-packet", opt.elems_per_packet, "fp32 elements per packet")
+      ->check(CLI::Range(1, 2288))
+      ->capture_default_str()
+      ->group(kTrafficGroup);
+  // Links and faults
   app.add_option("--link-rate", opt.link_gbps,
                  "emulated link rate in Gbit/s of every PSwitch port (0: unlimited)")
       ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  app.add_option("--ecn-k", opt.ecn_k_bytes, "ECN marking threshold K in bytes of queue (0: off)")
-      ->capture_default_str();
-  app.add_option(
-         "--engine-ecn-k", opt.engine_ecn_k_bytes,
-         "ECN marking threshold K of every PSwitch's engine queue (frames waiting for the engine), bytes "
-         "(0: off)")
-      ->capture_default_str();
-  app.add_option("--queue", opt.queue_bytes, "output queue capacity in bytes per port")
-      ->check(CLI::Range(uint64_t{9216}, uint64_t{1} << 34))
-      ->capture_default_str();
-  app.add_option("--packet-memory", opt.packet_memory, "slots per PSwitch engine")
-      ->check(CLI::Range(1, 512))
-      ->capture_default_str();
-  app.add_option("--elems-per-packet", opt.elems_per_packet, "fp32 elements per packet")
-      ->check(CLI::Range(1, 2288))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kLinksGroup);
+  add_parsed_option(
+      app, "--queue",
+      [&opt](const std::string& v) {
+        const uint64_t b = parse_size(v);
+        if (b < 9216 || b > (uint64_t{1} << 34)) throw std::invalid_argument("from 9216 bytes to 16 GiB");
+        opt.queue_bytes = b;
+      },
+      "output queue capacity of every PSwitch port (bytes, or e.g. 4MiB)", "4MiB")
+      ->group(kLinksGroup);
+  add_parsed_option(
+      app, "--ecn-k", [&opt](const std::string& v) { parse_ecn_k(v, opt); },
+      "ECN marking threshold K of the output queues and of every PSwitch's engine queue (frames waiting "
+      "for the engine); PORT_K,ENGINE_K sets them apart; 0: off",
+      "256KiB")
+      ->group(kLinksGroup);
+  add_parsed_option(
+      app, "--faults", [&opt](const std::string& v) { parse_faults(v, opt); },
+      "probabilities a PSwitch port drops, duplicates or reorders a frame it sends: P for all three, or "
+      "loss=P,dup=P,reorder=P (each up to 0.5)",
+      "0")
+      ->group(kLinksGroup);
+  // Protocol
   app.add_option("--rto-min-us", opt.rto_min_us, "workers' minimum retransmission timeout (microseconds)")
       ->check(CLI::Range(100, 1000000))
-      ->capture_default_str();
-  app.add_option("--shares", opt.shares, "PSwitch memory shares: equal, or weighted (job j has weight j)")
-      ->check(CLI::IsMember({"equal", "weighted"}))
-      ->capture_default_str();
-  app.add_option("--loss", opt.loss, "probability a PSwitch drops a frame it sends")
-      ->check(CLI::Range(0.0, 0.5));
-  app.add_option("--dup", opt.dup, "probability a PSwitch sends a frame twice")->check(CLI::Range(0.0, 0.5));
-  app.add_option("--reorder", opt.reorder, "probability a PSwitch delays a frame behind the next")
-      ->check(CLI::Range(0.0, 0.5));
-  app.add_option("--run-dir", opt.run_dir,
-                 "directory for configs, plans, sockets, logs (default: a fresh /tmp dir)");
-  app.add_flag("--keep", opt.keep, "keep the run directory");
+      ->capture_default_str()
+      ->group(kProtocolGroup);
   app.add_option("--retry-budget", opt.retry_budget,
-                 "retransmissions of one chunk before an allreduce fails (0: the runtime's default)");
-  app.add_flag("--dual-homed", opt.dual_homed,
-               "two-tier: every worker has two uplinks, to a leaf of each of two planes (dual-ToR)");
-  app.add_flag("--backup-trees", opt.backup_trees,
-               "a standby tree per tree on another spine: workers fail over to it when a tree dies");
+                 "retransmissions of one chunk before an allreduce fails (0: the runtime's default)")
+      ->capture_default_str()
+      ->group(kProtocolGroup);
   app.add_option(
-      "--failover-after", opt.failover_after,
-      "timeouts of one chunk before a tree with a standby is declared dead (0: the runtime's default)");
+         "--failover-after", opt.failover_after,
+         "with --backup-trees: timeouts of one chunk before a tree is declared dead (0: the runtime's "
+         "default)")
+      ->capture_default_str()
+      ->group(kProtocolGroup);
+  // Run
+  app.add_option("--run-dir", opt.run_dir,
+                 "directory for configs, plans, node specs, logs and counters, kept (default: a fresh /tmp "
+                 "directory, removed unless the run failed)")
+      ->group(kRunGroup);
+}
+
+// Checks between the shared options after parsing: an empty string, or
+// what is wrong (the caller exits with status 2).
+inline std::string check_cluster_options(const CLI::App& app, const ClusterOptions& opt) {
+  if (app.count("--failover-after") > 0 && !opt.backup_trees)
+    return "--failover-after applies only with --backup-trees (a tree without a standby does not fail over)";
+  return {};
+}
+
+// CLI11's parse with the cluster programs' exit statuses: returns -1 to go
+// on, 0 after --help, 2 for a bad option (CLI11's message on stderr).
+inline int parse_cluster_command_line(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return -1;
 }
 
 }  // namespace panama::cluster

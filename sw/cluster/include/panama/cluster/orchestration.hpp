@@ -1,8 +1,8 @@
-// The steps of a virtual-cluster run, shared by panama-cluster (which runs
-// its own allreduce workers) and panama-torchrun (which runs a training
-// command per rank): plan, bring up the PSwitches, start the nodes,
-// supervise them, collect what they left, tear everything down. docs/cluster.md
-// ("How it runs") describes them.
+// The steps of a virtual-cluster run, shared by panama-cluster (ClusterRun,
+// cluster_run.hpp, which runs its own allreduce workers) and panama-torchrun
+// (which runs a training command per rank): plan, bring up the PSwitches,
+// start the nodes, supervise them, collect what they left, tear everything
+// down. docs/cluster.md ("How it runs") describes them.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +16,7 @@
 
 #include "panama/cluster/cluster.hpp"
 #include "panama/controller/controller.hpp"
+#include "panama/runtime/idle_backoff.hpp"
 
 namespace panama::cluster {
 
@@ -35,8 +36,10 @@ struct PlannedRun {
 
 // Describes the cluster and the job(s) of `opt` to the controller, which
 // writes node configs, plans and deployment.json into the run directory
-// (opt.run_dir, or a fresh /tmp/panama-cluster-XXXXXX). Throws SetupError;
-// std::runtime_error when the run directory cannot be created.
+// (opt.run_dir, or a fresh /tmp/panama-cluster-XXXXXX); the node-spec files
+// of the children (node_spec.hpp) go beside them, into nodes/, as they are
+// started. Throws SetupError; std::runtime_error when the run directory
+// cannot be created.
 PlannedRun plan_run(const ClusterOptions& opt);
 
 // plan_run into `run`, with a failure said on stderr after "<tool>: ":
@@ -88,13 +91,13 @@ class NodeSet {
   // The DPDK --file-prefix of node `name` in this run (unique per parent).
   std::string dpdk_prefix(const std::string& name) const;
 
-  // 2. Starts every PSwitch of `dep` as `pswitch_exe --internal-pswitch ...`
-  // (see run_pswitch_child), servers first (spines, then leaves), each once
-  // the previous one is ready. Throws std::runtime_error when one dies or
+  // 2. Starts every PSwitch of `dep` as `pswitch_exe --node <run_dir>/nodes/<name>.json`
+  // (node_spec.hpp; the executable calls run_node_child), servers first
+  // (spines, then leaves), each once the previous one is ready. `poll`: how
+  // their loops wait when idle. Throws std::runtime_error when one dies or
   // hangs during start-up, or on a signal.
-  // idle_sleep_us, idle_spin_us: the PSwitches' idle back-off (PswitchProcessOptions).
   void start_switches(const controller::Deployment& dep, const std::string& pswitch_exe,
-                      uint32_t idle_sleep_us = 0, uint32_t idle_spin_us = 0);
+                      const runtime::IdlePolicy& poll);
 
   // 3. Starts one node. Throws std::runtime_error (fork/pipe failures).
   Node& start(const NodeSpec& spec);
@@ -155,12 +158,6 @@ void finish_run_dir(const PlannedRun& run, bool remove, const char* tool);
 // The last `max_bytes` of a log file (for error messages).
 std::string tail_of(const std::string& path, size_t max_bytes = 1500);
 std::string human_bytes(double bytes);
-
-// The PSwitch child process (`<exe> --internal-pswitch <config> --internal-stats
-// <file> --internal-prefix <prefix>`): every executable that calls
-// start_switches handles these arguments with this function.
-bool is_pswitch_child(int argc, char** argv);
-int run_pswitch_child(int argc, char** argv);
 
 // The path of the running executable (/proc/self/exe), "" if unknown.
 std::string self_exe();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "panama/runtime/idle_backoff.hpp"
+
 namespace panama::pswitch {
 
 struct PswitchProcessOptions {
@@ -17,11 +19,10 @@ struct PswitchProcessOptions {
   double stats_interval = 1.0;
   double duration = 0.0;  // seconds; 0 = until `stop`
   bool quiet = false;     // no counter table on stderr at exit
-  // Longest idle sleep of the polling loop in microseconds (runtime::IdleBackoff);
-  // 0 busy-polls (a core per PSwitch, real NICs).
-  uint32_t idle_sleep_us = 0;
-  // Keep polling until idle this long before backing off (IdleBackoffConfig::spin_us).
-  uint32_t idle_spin_us = 0;
+  // How the polling loop waits when idle (runtime::IdlePolicy): busy by
+  // default (a core per PSwitch, real NICs); balanced or handoff where cores
+  // are shared with the workers.
+  runtime::IdlePolicy idle = runtime::IdlePolicy::busy();
 };
 
 // Returns the process exit code (0 ok, 1 error, message on stderr).

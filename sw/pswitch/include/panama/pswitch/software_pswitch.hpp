@@ -18,6 +18,7 @@
 #include "panama/config/node_config.hpp"
 #include "panama/pswitch/settings.hpp"
 #include "panama/runtime/dpdk.hpp"
+#include "panama/runtime/idle_backoff.hpp"
 
 namespace panama::pswitch {
 
@@ -37,11 +38,11 @@ class SoftwarePswitch {
   // queues release by `now_ns`. Returns the number of frames handled.
   uint32_t poll(uint64_t now_ns);
 
-  // Polls until `stop` is set. When idle it backs off as `idle_sleep_us`
-  // says (runtime::IdleBackoff: 0 busy-polls and yields, the right setting
-  // with a core per PSwitch; above 0 it sleeps up to that many microseconds,
-  // for machines whose cores are shared with the workers).
-  void run(const std::atomic<bool>& stop, uint32_t idle_sleep_us = 0, uint32_t idle_spin_us = 0);
+  // Polls until `stop` is set. When idle it backs off as `idle` says
+  // (runtime::IdlePolicy: busy polls and yields, the right setting with a
+  // core per PSwitch; balanced and handoff sleep, for machines whose cores
+  // are shared with the workers).
+  void run(const std::atomic<bool>& stop, const runtime::IdlePolicy& idle = runtime::IdlePolicy::busy());
 
   const PswitchSettings& settings() const;
   const std::string& name() const;

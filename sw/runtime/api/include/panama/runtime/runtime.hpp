@@ -26,6 +26,7 @@
 
 #include "panama/runtime/allreduce_core.hpp"
 #include "panama/runtime/dpdk.hpp"
+#include "panama/runtime/idle_backoff.hpp"
 #include "panama/runtime/plan_file.hpp"
 
 namespace panama::runtime {
@@ -39,15 +40,13 @@ struct RuntimeOptions {
   // Poll in a background thread (default). Without it, progress happens only
   // inside wait()/test()/allreduce() calls.
   bool progress_thread = true;
-  // Idle back-off of the progress thread (IdleBackoff, idle_backoff.hpp):
-  // after 32 passes that found nothing to do it sleeps 1, 2, 4 .. up to this
-  // many microseconds until a pass finds work, so an idle worker does not
-  // burn a core. 0: busy-poll like a DPDK example (a dedicated core, a NIC).
-  unsigned idle_sleep_us = 20;
-  // Before that back-off, keep polling until idle for this long
-  // (IdleBackoffConfig::spin_us): for a progress thread that has a CPU to
-  // itself while allreduces run. 0: 32 empty passes, then back off.
-  unsigned idle_spin_us = 0;
+  // How the progress thread waits when a pass finds nothing to do
+  // (IdlePolicy, idle_backoff.hpp). balanced: after 32 empty passes it sleeps
+  // 1, 2, 4 .. up to 50 us until a pass finds work, so an idle worker does
+  // not burn a core; busy: busy-poll like a DPDK example (a dedicated core,
+  // a NIC); handoff: keep polling for 2 ms first, for a progress thread that
+  // has a CPU to itself while allreduces run.
+  IdlePolicy idle = IdlePolicy::balanced();
   // Allreduces of at least this many bytes copy results into the user's
   // buffer, and payloads into frames that another core or a device reads
   // (FrameOut::read_elsewhere), with streaming (non-temporal) stores, which

@@ -31,12 +31,13 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <stdexcept>
 #include <thread>
 
 #include <rte_mbuf.h>
 #include <nlohmann/json.hpp>
 
-#include "panama/cluster/cluster.hpp"
+#include "panama/cluster/ring_baseline.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/runtime/dpdk.hpp"
 #include "panama/runtime/idle_backoff.hpp"
@@ -120,15 +121,8 @@ struct Channel {
 
 struct Ring {
   Ring(runtime::DpdkPort& p, runtime::MacAddress s, runtime::MacAddress l, runtime::MacAddress r, uint32_t rk,
-       uint32_t w, uint64_t n, uint64_t e, uint32_t nch, uint32_t idle_sleep_us, uint32_t idle_spin_us)
-      : port(p),
-        self(s),
-        left(l),
-        right(r),
-        rank(rk),
-        world(w),
-        epp(e),
-        backoff({32, 1, idle_sleep_us, idle_spin_us}) {
+       uint32_t w, uint64_t n, uint64_t e, uint32_t nch, const runtime::IdlePolicy& idle)
+      : port(p), self(s), left(l), right(r), rank(rk), world(w), epp(e), backoff(idle.backoff()) {
     nch = static_cast<uint32_t>(std::max<uint64_t>(1, std::min<uint64_t>(nch, std::max<uint64_t>(1, n / w))));
     channels.resize(nch);
     for (uint32_t c = 0; c < nch; ++c) {
@@ -421,16 +415,17 @@ nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
     report["job"] = plan.job_id;
     report["rank"] = plan.rank;
     report["baseline"] = "ring";
-    auto eal =
-        shared_eal ? shared_eal : runtime::DpdkEal::initialize(node_eal_args(opt.vdev, 512, opt.file_prefix));
+    if (!shared_eal && opt.vdevs.empty()) throw std::runtime_error("a ring worker needs a device");
+    auto eal = shared_eal ? shared_eal
+                          : runtime::DpdkEal::initialize(node_eal_args(opt.vdevs, 512, opt.file_prefix));
     runtime::PortConfig pc;
-    pc.name = shared_eal ? device : opt.vdev.substr(0, opt.vdev.find(','));
+    pc.name = shared_eal ? device : opt.vdevs[0].substr(0, opt.vdevs[0].find(','));
     pc.link_wait_ms = 10000;
     auto port_ptr = std::make_shared<runtime::DpdkPort>(eal, pc);
     if (keep_alive) *keep_alive = port_ptr;  // other threads may still hold its mbufs
     runtime::DpdkPort& port = *port_ptr;
     Ring ring(port, plan.local_mac, peers.left, peers.right, plan.rank, plan.world_size, opt.elems,
-              plan.elems_per_packet, opt.ring_channels, opt.idle_sleep_us, opt.idle_spin_us);
+              plan.elems_per_packet, opt.ring_channels, opt.idle);
     std::vector<float> data(opt.elems), ref(opt.elems);
     std::vector<double> seconds;
     uint64_t mismatches = 0;
@@ -484,16 +479,9 @@ nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
   return report;
 }
 
-int run_ring_worker(const WorkerOptions& opt, const RingPeers& peers) {
-  const nlohmann::json report = ring_iterations(
-      opt, peers, nullptr, "",
-      [](uint32_t it, uint64_t bytes) {
-        std::printf("P %u %llu\n", it, static_cast<unsigned long long>(bytes));
-        std::fflush(stdout);
-      },
-      nullptr);
-  std::printf("R %s\n", report.dump().c_str());
-  std::fflush(stdout);
+void run_ring_worker(const WorkerOptions& opt, const RingPeers& peers) {
+  const nlohmann::json report = ring_iterations(opt, peers, nullptr, "", print_progress_line, nullptr);
+  print_report_line(report.dump());
   std::_Exit(report.value("ok", false) ? 0 : 1);
 }
 
