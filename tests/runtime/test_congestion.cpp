@@ -1,8 +1,12 @@
 // Per-tree congestion control: slow start, additive increase, the DCTCP
-// alpha update and CE reduction against values computed by hand, the cap.
+// alpha update and CE reduction against values computed by hand, the cap;
+// the retransmission timer's use of the current RTO estimate.
 #include <catch2/catch.hpp>
+#include <vector>
 
+#include "panama/runtime/allreduce_core.hpp"
 #include "panama/runtime/congestion.hpp"
+#include "panama/wire.hpp"
 
 using namespace panama::runtime;
 
@@ -97,4 +101,60 @@ TEST_CASE("cc: initial cwnd above the initial cap is clamped") {
   TreeCongestion cc(params(32, 64, 1, 1.0 / 16), 8);
   CHECK(cc.cwnd() == 8);
   CHECK(cc.window() == 8);
+}
+
+namespace {
+
+// The result-down frame a one-child tree's root sends for `up`: the same
+// frame with the type changed (a one-child sum is the contribution).
+std::vector<uint8_t> result_of(const std::vector<uint8_t>& up, uint16_t cap) {
+  std::vector<uint8_t> f = up;
+  panama::wire::Header h{};
+  REQUIRE(panama::wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()),
+                                       panama::wire::kDefaultUdpPort, h) == panama::wire::FrameClass::kOk);
+  h.type = static_cast<uint8_t>(panama::wire::PacketType::kResultDown);
+  h.cwnd_cap = cap;
+  panama::wire::write_headers(f.data(), h);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("rto: a chunk sent before the RTT grew waits the current RTO, not the one it was sent with") {
+  Plan p;
+  p.job_id = 3;
+  p.world_size = 1;
+  p.elems_per_packet = 16;
+  p.udp_port = panama::wire::kDefaultUdpPort;
+  p.local_mac = {0x02, 0, 0, 0, 1, 0};
+  TreePlan t;
+  t.dst_mac = {0x02, 0, 0, 0, 0, 0xFE};
+  t.initial_cwnd_cap = 8;
+  p.trees.push_back(t);
+  p.congestion.initial_cwnd = 2;
+  p.congestion.rto_initial_us = 1000;
+  p.congestion.rto_min_us = 1000;
+  AllreduceCore core(p);
+  std::vector<float> v(16 * 3, 1.0f);  // three chunks
+  VectorFrameOut out;
+  constexpr uint64_t us = 1000;
+  core.start(v.data(), v.size(), 0);
+  REQUIRE(core.poll(0, out) == 2);  // chunks 0 and 1, armed with the initial 1 ms
+  // Chunk 0's result after 900 us: srtt 900, rttvar 450, so the RTO is 2.7 ms.
+  REQUIRE(core.on_frame(result_of(out.frames[0], 8).data(), static_cast<uint32_t>(out.frames[0].size()),
+                        900 * us));
+  REQUIRE(core.poll(900 * us, out) == 1);  // chunk 2, armed with 2.7 ms
+  // 1.5 ms after chunk 1 was sent: past the RTO it was sent with, within the current one.
+  core.poll(1500 * us, out);
+  CHECK(core.stats().timeouts == 0);
+  CHECK(core.stats().retransmissions == 0);
+  REQUIRE(core.on_frame(result_of(out.frames[1], 8).data(), static_cast<uint32_t>(out.frames[1].size()),
+                        2000 * us));
+  // Chunk 1's sample (2 ms) makes the RTO 1037.5 + 4 x 612.5 = 3487.5 us; chunk 2,
+  // sent at 900 us, is late once that has passed: a timeout.
+  core.poll((900 + 3487) * us, out);
+  CHECK(core.stats().timeouts == 0);
+  core.poll((900 + 3488) * us, out);
+  CHECK(core.stats().timeouts == 1);
+  CHECK(core.stats().retransmissions == 1);
 }

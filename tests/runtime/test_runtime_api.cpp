@@ -4,6 +4,7 @@
 // workers a result is a single fp32 addition a + b (commutative), so the
 // expected bits are computed here exactly, for arbitrary floats.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <random>
@@ -259,6 +260,39 @@ TEST_CASE("api: without a progress thread, wait() drives progress") {
   CHECK(bad == 0);
   CHECK(c->stats().bytes_completed == 4 * v.size());
   CHECK(sw.global_counter(regmap::kGcEmitted) == (5000 + 299) / 300);
+}
+
+TEST_CASE("api: results already received are read before any timer is checked") {
+  // Without a progress thread nothing is read while the test sleeps: the
+  // switch answers a whole window of 64 chunks meanwhile, and the RTO passes.
+  // The next pass must read every waiting result (not just one burst of 32)
+  // before it looks at the timers: none of those chunks is late.
+  TwoWorkers net("r");
+  LoopbackSwitchConfig sc;
+  sc.ports = {net.s[0]};
+  sc.entries.push_back({8, 0, 1, 0x1, 64});
+  LoopbackSwitch sw(eal(), sc);
+  RuntimeOptions o;
+  o.progress_thread = false;
+  auto rt = Runtime::create(eal(), o);
+  Plan p = worker_plan(8, 0, 1, 64);
+  p.world_size = 1;
+  p.trees[0].initial_cwnd_cap = 64;
+  p.congestion.initial_cwnd = 64;
+  p.congestion.rto_initial_us = 2000;
+  p.congestion.rto_min_us = 2000;
+  auto c = rt->communicator(p, net.w[0]);
+  std::vector<float> v(64 * 64, 1.5f);
+  auto h = c->allreduce_async(v.data(), v.size());
+  CHECK_FALSE(h.test());  // one pass: the whole window goes out
+  for (int i = 0; i < 200 && sw.global_counter(regmap::kGcEmitted) < 64; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(sw.global_counter(regmap::kGcEmitted) == 64);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // well past the RTO
+  h.wait();
+  CHECK(c->stats().timeouts == 0);
+  CHECK(c->stats().retransmissions == 0);
+  CHECK(sw.global_counter(regmap::kGcEmitted) == 64);
 }
 
 TEST_CASE("api: the C API runs an allreduce and reports errors with codes and messages") {

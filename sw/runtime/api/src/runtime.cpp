@@ -150,49 +150,75 @@ struct Shared {
     return n;
   }
 
-  // One pass over every port: receive a burst, dispatch results, let every
-  // communicator send. Returns whether anything happened. Lock held.
+  static constexpr uint16_t kRxBurst = 32;
+  // Bursts one pass reads from a port at most (a bound on the pass, far
+  // above what a ring holds between two passes).
+  static constexpr uint32_t kMaxRxBurstsPerPass = 64;
+
+  // One burst from `ps`: results to their communicators. Returns the frames read.
+  uint16_t receive_burst(detail::PortState& ps, uint64_t now, bool& finished) {
+    rte_mbuf* burst[kRxBurst];
+    const uint16_t n = ps.port->rx_burst(burst, kRxBurst);
+    counters.rx_frames += n;
+    for (uint16_t i = 0; i < n; ++i) {
+      uint32_t len = 0;
+      const uint8_t* d =
+          DpdkPort::frame_data(burst[i], ps.scratch.data(), static_cast<uint32_t>(ps.scratch.size()), &len);
+      if (!d) {
+        ++counters.rx_oversize;
+        continue;
+      }
+      bool consumed = false;
+      for (CommState* c : ps.comms) {
+        const size_t before = c->core.pending_ops();
+        if (c->core.on_frame(d, len, now)) {
+          consumed = true;
+          finished |= c->core.pending_ops() != before;
+          break;
+        }
+      }
+      if (consumed) {
+        ++counters.rx_results;
+      } else if (len > wire::kPanamaType && len >= wire::kPayloadOffset &&
+                 d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
+        ++counters.rx_unknown_job;
+      } else {
+        ++counters.rx_other;
+      }
+    }
+    DpdkPort::free_bulk(burst, n);
+    return n;
+  }
+
+  // One pass: read every result waiting on every port, then let every
+  // communicator send and handle its timers. Returns whether anything
+  // happened. Lock held.
+  //
+  // The receive rings are drained before any timer is looked at: after this
+  // thread was off the CPU for a while, the results of chunks whose timers
+  // expired meanwhile may already wait in a ring, and only reading them
+  // tells which chunks are really late (docs/cluster.md, "Timeouts"). Every
+  // port is read first, so a dual-homed communicator has the results of
+  // both its uplinks before its timers run.
   bool pass_locked() {
     bool did = false;
     bool finished = false;
     const uint64_t now = now_ns();
     for (auto& ps : ports) {
-      rte_mbuf* burst[32];
-      const uint16_t n = ps->port->rx_burst(burst, 32);
-      counters.rx_frames += n;
-      for (uint16_t i = 0; i < n; ++i) {
-        uint32_t len = 0;
-        const uint8_t* d = DpdkPort::frame_data(burst[i], ps->scratch.data(),
-                                                static_cast<uint32_t>(ps->scratch.size()), &len);
-        if (!d) {
-          ++counters.rx_oversize;
-          continue;
-        }
-        bool consumed = false;
-        for (CommState* c : ps->comms) {
-          const size_t before = c->core.pending_ops();
-          if (c->core.on_frame(d, len, now)) {
-            consumed = true;
-            finished |= c->core.pending_ops() != before;
-            break;
-          }
-        }
-        if (consumed) {
-          ++counters.rx_results;
-        } else if (len > wire::kPanamaType && len >= wire::kPayloadOffset &&
-                   d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
-          ++counters.rx_unknown_job;
-        } else {
-          ++counters.rx_other;
-        }
+      for (uint32_t b = 0; b < kMaxRxBurstsPerPass; ++b) {
+        const uint16_t n = receive_burst(*ps, now, finished);
+        did |= n > 0;
+        if (n < kRxBurst) break;  // the ring is empty
       }
-      DpdkPort::free_bulk(burst, n);
-      did |= n > 0;
+    }
+    // Timers and send times from after the reading, which may have taken a while.
+    const uint64_t send_now = now_ns();
+    for (auto& ps : ports) {
       for (CommState* c : ps->comms) {
         if (c->core.pending_ops() == 0 || c->port != ps.get())
           continue;  // dual-homed: once, from its first port
         const size_t before = c->core.pending_ops();
-        did |= c->core.poll(now, c->uplink_out ? static_cast<FrameOut&>(*c->uplink_out) : *ps->out) > 0;
+        did |= c->core.poll(send_now, c->uplink_out ? static_cast<FrameOut&>(*c->uplink_out) : *ps->out) > 0;
         finished |= c->core.pending_ops() != before;  // failed after its retry budget
       }
       did |= ps->out->flush() > 0;

@@ -367,6 +367,16 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
   for (uint32_t s = t.snd_una; s != t.next_seq; ++s) {
     Outstanding& o = t.at(s);
     if (o.acked) continue;
+    // A chunk sent once waits at least the tree's current RTO: it was armed
+    // with the RTO of its sending, and the estimate may have grown since
+    // (RFC 6298 restarts the timer with the current RTO). Otherwise the
+    // chunks sent just before the round trip grew (the PSwitch's queue
+    // filled, a thread was off the CPU) expire while their results are on
+    // the way, as the RTT samples of the chunks before them already show.
+    if (o.deadline_ns <= now_ns && o.retries == 0 && t.rto_ns > o.rto_ns) {
+      o.rto_ns = t.rto_ns;
+      o.deadline_ns = o.sent_ns + o.rto_ns;
+    }
     if (o.deadline_ns <= now_ns) {
       // Only a tree that has answered this worker before can die: before its
       // first result, silence means a worker that has not started yet.
