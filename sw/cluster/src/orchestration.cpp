@@ -86,7 +86,7 @@ PlannedRun plan_run(const ClusterOptions& opt) {
     cluster_desc = controller::single_switch_cluster(hosts, opt.link_gbps);
   } else if (opt.topology == "two-tier") {
     if (opt.dual_homed && (opt.leaves < 2 || opt.leaves % 2 != 0))
-      throw SetupError("--dual-homed needs an even number of leaves (two planes)");
+      throw SetupError("--topology dual-homed needs an even number of leaves (two planes)");
     cluster_desc = controller::two_tier_cluster(hosts, opt.leaves, opt.spines, opt.link_gbps, opt.dual_homed);
   } else {
     throw SetupError("--topology must be single or two-tier");
