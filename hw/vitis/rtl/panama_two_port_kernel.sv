@@ -2,9 +2,11 @@
 // one-port kernel (panama_engine_kernel) between QSFP28 cage 0 (the switch
 // side) and cage 1 (the rest of the link).
 //
-//   cage 0 RX (s_axis) ──► classify ──PANAMA──► engine ──┐
-//                              └──other──► m_axis_p1     ├─► arbiter ─► m_axis (cage 0 TX)
-//   cage 1 RX (s_axis_p1) ───────────────────────────────┘
+//   s_axis ─► [R0] ─┬─PANAMA─► engine ───────────────┐
+//   (cage 0 RX)     └─other──► pass FIFO ─► [T1] ─► m_axis_p1 (cage 1 TX)
+//                                                   ├─► arbiter ─► [T0] ─► m_axis (cage 0 TX)
+//   s_axis_p1 ─► [R1] ──────────────────────────────┘
+//   (cage 1 RX)
 //
 // A frame from cage 0 goes to the engine when it is PANAMA by the engine's
 // own rule (wire::classify_frame: Ethernet II, IPv4 without options, not a
@@ -16,6 +18,23 @@
 // CONTROL.RESET, which restores 9600), so the register map stays the
 // engine's. The MAC's bad-frame flag (tuser) reaches the engine only; frames
 // forwarded port to port carry no such flag (the transmit side has none).
+//
+// Every stream port is registered: R0, R1, T0 and T1 are register slices
+// (panama_two_port_slice), so each tready and tvalid the kernel drives is a
+// flip-flop and each tready it receives only enables flip-flops; no
+// combinational path crosses the kernel from one port to another, and none
+// runs through the arbiter. The route of a beat is decided as it enters R0
+// and travels with it, so it cannot change while the beat waits (a host
+// write to UDP_PORT meanwhile applies from the next frame on). Each input
+// waits only for the destination of the frame at its head: cage 0's frames
+// for cage 1 queue in the pass FIFO (two jumbo frames, as many beats as the
+// engine's own input FIFO), so a stalled cage 1 transmit side holds cage 0's
+// PANAMA frames back only once that FIFO is full, and a stalled cage 0
+// transmit side holds cage 0's frames for cage 1 back only once the engine's
+// input FIFO is full. Cage 1's frames wait for cage 0's transmit side only.
+// The arbiter's grant is a register that changes between frames only; after
+// a frame it passes to the other source whenever that one has a frame
+// waiting, so with both busy they alternate frame by frame.
 // The module name is hw/vitis/kernels.json's rtl_two_port.top_module.
 `default_nettype none
 module panama_two_port_kernel #(
@@ -23,6 +42,9 @@ module panama_two_port_kernel #(
     parameter int NUM_SLOTS = 512,
     parameter int SLOT_WORDS = 144,
     parameter int SLOT_READ_LATENCY = 3,  // of the engine's slot memory (panama_engine_kernel)
+    // Beats of cage 0's frames for cage 1 held while cage 1's transmit side
+    // is stalled (a power of two; 512: two 9600-byte frames, block RAM).
+    parameter int PASS_FIFO_DEPTH = 512,
     // Register offsets of include/panama/regmap.hpp (CONTROL, UDP_PORT) and
     // the UDP port after reset.
     parameter logic [13:0] CONTROL_OFFSET = 14'h014,
@@ -105,7 +127,8 @@ module panama_two_port_kernel #(
   end
 
   // ---- Cage 0 receive: PANAMA frames to the engine, the rest to cage 1 ---
-  // Byte i of the first beat is tdata[8*i +: 8] (wire order).
+  // The route is decided on the first beat as it enters R0 and kept for the
+  // frame. Byte i of a beat is tdata[8*i +: 8] (wire order).
   logic first_is_panama;
   always_comb begin
     first_is_panama = s_axis_tkeep[37]  // bytes 0..37 present
@@ -115,25 +138,70 @@ module panama_two_port_kernel #(
         && s_axis_tdata[8*20 +: 5] == 5'd0 && s_axis_tdata[8*21 +: 8] == 8'd0    // first fragment
         && s_axis_tdata[8*36 +: 8] == udp_port[15:8] && s_axis_tdata[8*37 +: 8] == udp_port[7:0];
   end
-  logic in_frame, to_engine_reg;
-  wire  to_engine = in_frame ? to_engine_reg : first_is_panama;
-
-  logic         e_in_tvalid, e_in_tready;
-  assign e_in_tvalid = s_axis_tvalid && to_engine;
-  assign m_axis_p1_tvalid = s_axis_tvalid && !to_engine;
-  assign m_axis_p1_tdata = s_axis_tdata;
-  assign m_axis_p1_tkeep = s_axis_tkeep;
-  assign m_axis_p1_tlast = s_axis_tlast;
-  assign s_axis_tready = to_engine ? e_in_tready : m_axis_p1_tready;
+  logic rx0_in_frame, rx0_to_engine_reg;
+  wire  rx0_to_engine = rx0_in_frame ? rx0_to_engine_reg : first_is_panama;
   always_ff @(posedge ap_clk) begin
     if (rst) begin
-      in_frame <= 1'b0;
-      to_engine_reg <= 1'b0;
+      rx0_in_frame <= 1'b0;
+      rx0_to_engine_reg <= 1'b0;
     end else if (s_axis_tvalid && s_axis_tready) begin
-      in_frame <= !s_axis_tlast;
-      to_engine_reg <= to_engine;
+      rx0_in_frame <= !s_axis_tlast;
+      rx0_to_engine_reg <= rx0_to_engine;
     end
   end
+
+  // R0: {tuser, to engine, tlast, tkeep, tdata}.
+  logic [511:0] r0_tdata;
+  logic [63:0]  r0_tkeep;
+  logic         r0_tlast, r0_to_engine, r0_valid, r0_ready;
+  logic [0:0]   r0_tuser;
+  panama_two_port_slice #(.WIDTH(512 + 64 + 3)) r0 (
+      .clk(ap_clk),
+      .rst(rst),
+      .s_data({s_axis_tuser, rx0_to_engine, s_axis_tlast, s_axis_tkeep, s_axis_tdata}),
+      .s_valid(s_axis_tvalid),
+      .s_ready(s_axis_tready),
+      .m_data({r0_tuser, r0_to_engine, r0_tlast, r0_tkeep, r0_tdata}),
+      .m_valid(r0_valid),
+      .m_ready(r0_ready)
+  );
+
+  logic e_in_tvalid, e_in_tready;
+  logic pass_in_valid, pass_in_ready;
+  assign e_in_tvalid = r0_valid && r0_to_engine;
+  assign pass_in_valid = r0_valid && !r0_to_engine;
+  // Each frame waits for its own destination only (both are registers or
+  // FIFO fill levels, never an output port's tready).
+  assign r0_ready = r0_to_engine ? e_in_tready : pass_in_ready;
+
+  // ---- Cage 0 to cage 1: the pass FIFO and T1 -----------------------------
+  logic [576:0] pass_out_data;
+  logic         pass_out_valid, pass_out_ready;
+  logic [$clog2(PASS_FIFO_DEPTH)+1:0] unused_pass_count;
+  panama_fifo #(
+      .WIDTH(512 + 64 + 1),
+      .DEPTH(PASS_FIFO_DEPTH)
+  ) pass_fifo (
+      .clk(ap_clk),
+      .rst(rst),
+      .s_data({r0_tlast, r0_tkeep, r0_tdata}),
+      .s_valid(pass_in_valid),
+      .s_ready(pass_in_ready),
+      .m_data(pass_out_data),
+      .m_valid(pass_out_valid),
+      .m_ready(pass_out_ready),
+      .count(unused_pass_count)
+  );
+  panama_two_port_slice #(.WIDTH(512 + 64 + 1)) t1 (
+      .clk(ap_clk),
+      .rst(rst),
+      .s_data(pass_out_data),
+      .s_valid(pass_out_valid),
+      .s_ready(pass_out_ready),
+      .m_data({m_axis_p1_tlast, m_axis_p1_tkeep, m_axis_p1_tdata}),
+      .m_valid(m_axis_p1_tvalid),
+      .m_ready(m_axis_p1_tready)
+  );
 
   // ---- The engine -------------------------------------------------------
   logic [511:0] e_out_tdata;
@@ -147,12 +215,12 @@ module panama_two_port_kernel #(
   ) engine (
       .ap_clk(ap_clk),
       .ap_rst_n(ap_rst_n),
-      .s_axis_tdata(s_axis_tdata),
-      .s_axis_tkeep(s_axis_tkeep),
+      .s_axis_tdata(r0_tdata),
+      .s_axis_tkeep(r0_tkeep),
       .s_axis_tvalid(e_in_tvalid),
       .s_axis_tready(e_in_tready),
-      .s_axis_tlast(s_axis_tlast),
-      .s_axis_tuser(s_axis_tuser),
+      .s_axis_tlast(r0_tlast),
+      .s_axis_tuser(r0_tuser),
       .m_axis_tdata(e_out_tdata),
       .m_axis_tkeep(e_out_tkeep),
       .m_axis_tvalid(e_out_tvalid),
@@ -177,34 +245,118 @@ module panama_two_port_kernel #(
       .s_axi_control_rready(s_axi_control_rready)
   );
 
-  // ---- Cage 0 transmit: engine output and cage 1 frames, whole frames ----
-  logic busy, sel_p1_reg, prefer_p1;
-  logic sel_p1;
-  always_comb begin
-    if (busy) sel_p1 = sel_p1_reg;
-    else if (e_out_tvalid && s_axis_p1_tvalid) sel_p1 = prefer_p1;
-    else sel_p1 = s_axis_p1_tvalid;
-  end
-  assign m_axis_tvalid = sel_p1 ? s_axis_p1_tvalid : e_out_tvalid;
-  assign m_axis_tdata = sel_p1 ? s_axis_p1_tdata : e_out_tdata;
-  assign m_axis_tkeep = sel_p1 ? s_axis_p1_tkeep : e_out_tkeep;
-  assign m_axis_tlast = sel_p1 ? s_axis_p1_tlast : e_out_tlast;
-  assign e_out_tready = !sel_p1 && m_axis_tready;
-  assign s_axis_p1_tready = sel_p1 && m_axis_tready;
+  // ---- Cage 1 receive: R1 ------------------------------------------------
+  // Cage 1's bad-frame flag has nowhere to go (see above).
+  logic [511:0] r1_tdata;
+  logic [63:0]  r1_tkeep;
+  logic         r1_tlast, r1_valid, r1_ready;
+  logic         unused_p1_tuser;
+  assign unused_p1_tuser = s_axis_p1_tuser[0];
+  panama_two_port_slice #(.WIDTH(512 + 64 + 1)) r1 (
+      .clk(ap_clk),
+      .rst(rst),
+      .s_data({s_axis_p1_tlast, s_axis_p1_tkeep, s_axis_p1_tdata}),
+      .s_valid(s_axis_p1_tvalid),
+      .s_ready(s_axis_p1_tready),
+      .m_data({r1_tlast, r1_tkeep, r1_tdata}),
+      .m_valid(r1_valid),
+      .m_ready(r1_ready)
+  );
+
+  // ---- Cage 0 transmit: engine output and cage 1's frames, then T0 --------
+  // grant: the source the arbiter passes (1: cage 1), a register that
+  // changes only between frames. locked: inside a frame of that source.
+  // served: that source has just sent a frame and the other had none
+  // waiting then; it keeps the grant (a next frame of its own follows
+  // without a gap) until the other has one, which then goes first (yield).
+  logic grant, locked, served;
+  logic arb_valid, arb_other, arb_last, arb_yield, arb_offer, arb_xfer, t0_ready;
+  logic [576:0] arb_data;
+  assign arb_valid = grant ? r1_valid : e_out_tvalid;
+  assign arb_other = grant ? e_out_tvalid : r1_valid;
+  assign arb_last = grant ? r1_tlast : e_out_tlast;
+  assign arb_data = grant ? {r1_tlast, r1_tkeep, r1_tdata} : {e_out_tlast, e_out_tkeep, e_out_tdata};
+  assign arb_yield = !locked && served && arb_other;
+  assign arb_offer = arb_valid && !arb_yield;
+  assign arb_xfer = arb_offer && t0_ready;
+  // Registers and one gate: T0's tready, the valids and the grant state are
+  // all registers.
+  assign e_out_tready = !grant && t0_ready && !arb_yield;
+  assign r1_ready = grant && t0_ready && !arb_yield;
   always_ff @(posedge ap_clk) begin
     if (rst) begin
-      busy <= 1'b0;
-      sel_p1_reg <= 1'b0;
-      prefer_p1 <= 1'b0;
-    end else if (m_axis_tvalid && m_axis_tready) begin
-      busy <= !m_axis_tlast;
-      sel_p1_reg <= sel_p1;
-      if (m_axis_tlast) prefer_p1 <= !sel_p1;
+      grant <= 1'b0;
+      locked <= 1'b0;
+      served <= 1'b0;
+    end else if (arb_xfer) begin
+      locked <= !arb_last;
+      served <= arb_last && !arb_other;
+      if (arb_last && arb_other) grant <= !grant;
+    end else if (!locked && arb_other && (!arb_valid || served)) begin
+      grant <= !grant;
+      served <= 1'b0;
     end
   end
 
-  // Cage 1's bad-frame flag has nowhere to go (see above).
-  logic unused_p1_tuser;
-  assign unused_p1_tuser = s_axis_p1_tuser[0];
+  panama_two_port_slice #(.WIDTH(512 + 64 + 1)) t0 (
+      .clk(ap_clk),
+      .rst(rst),
+      .s_data(arb_data),
+      .s_valid(arb_offer),
+      .s_ready(t0_ready),
+      .m_data({m_axis_tlast, m_axis_tkeep, m_axis_tdata}),
+      .m_valid(m_axis_tvalid),
+      .m_ready(m_axis_tready)
+  );
+endmodule
+
+// AXI4-Stream register slice (skid buffer) of the two-port kernel: m_valid,
+// m_data and s_ready are registers, and m_ready only enables registers, so
+// it cuts the valid, data and ready paths alike at full throughput (one
+// beat per clock in and out). While
+// m_valid && !m_ready, m_valid and m_data hold (AXI4-Stream); the beat that
+// s_ready promised meanwhile waits in the skid register.
+/* verilator lint_off DECLFILENAME */
+module panama_two_port_slice #(
+    parameter int WIDTH = 8
+) (
+    input  wire logic             clk,
+    input  wire logic             rst,
+    input  wire logic [WIDTH-1:0] s_data,
+    input  wire logic             s_valid,
+    output logic                  s_ready,
+    output logic      [WIDTH-1:0] m_data,
+    output logic                  m_valid,
+    input  wire logic             m_ready
+);
+  /* verilator lint_on DECLFILENAME */
+  // s_ready is a register of its own, low in reset: it equals !skid_valid
+  // from the first clock after reset on.
+  logic [WIDTH-1:0] skid_data;
+  logic             skid_valid, accept;
+  assign accept = s_valid && s_ready;
+  always_ff @(posedge clk) begin
+    if (rst) begin
+      m_valid <= 1'b0;
+      skid_valid <= 1'b0;
+      s_ready <= 1'b0;
+    end else if (!m_valid || m_ready) begin
+      // The output register takes the skid's beat, else the input's.
+      m_valid <= skid_valid || accept;
+      skid_valid <= 1'b0;
+      s_ready <= 1'b1;
+    end else if (accept) begin
+      // The output holds; the beat s_ready promised waits in the skid.
+      skid_valid <= 1'b1;
+      s_ready <= 1'b0;
+    end else begin
+      s_ready <= !skid_valid;
+    end
+  end
+  // Data without reset: only meaningful under the valids above.
+  always_ff @(posedge clk) begin
+    if (!m_valid || m_ready) m_data <= skid_valid ? skid_data : s_data;
+    if (m_valid && !m_ready && accept) skid_data <= s_data;
+  end
 endmodule
 `default_nettype wire
