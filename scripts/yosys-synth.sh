@@ -12,8 +12,8 @@
 # Usage: scripts/yosys-synth.sh [NUM_ENTRIES NUM_SLOTS SLOT_WORDS]  (default 8 16 16)
 # Env: YOSYS (default yosys), PANAMA_YOSYS_CACHE (default build/yosys),
 #      SLOT_READ_LATENCY=n: the engine's slot-memory read latency (default: the
-#      engine's own default, 1; the Alveo kernels use 3, UltraRAM with output
-#      registers); cached apart (-rl<n>),
+#      engine's own default, 14, the UltraRAM matrix's read register and output
+#      registers, as the Alveo kernels build it); cached apart (-rl<n>),
 #      NOSHARE=1: run synth_xilinx in two segments around its "coarse" step
 #      and leave out `share` (SAT-based resource sharing, which does not finish
 #      on the default configuration); the result is cached apart (-noshare).

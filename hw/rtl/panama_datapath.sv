@@ -6,14 +6,24 @@
 //
 //   issue  -> p1            slot-memory read address (registered)
 //          -> p1+RD_LAT     = PA: read data; forward mux; adder stage 1
-//          -> PA+ADD_LAT    = PR: sum; slot-memory write; output FIFO
+//          -> PA+ADD_LAT    = PR: sum; output FIFO
+//          -> PR+1          = PW: slot-memory write (registered data, address)
+//
+// The slot memory is UltraRAM (ram_style "ultra"): a registered read and
+// RD_LAT - 1 output registers, written as Vivado's UltraRAM template writes
+// them (each enabled by the read enable delayed with it), so that Vivado
+// can move them into the cascade of a large matrix (UG901 "Pipelining the
+// RAM"; docs/rtl.md, "Memories").
 //
 // The read-add-write loop of a slot word is ADD_LAT = D clocks long (the
-// adder's pipeline, panama_fp32_add: 2). Read-after-write: the beat in PR
-// writes at the end of the clock and those in PR+1 .. PR+RD_LAT wrote after
-// the read of the beat in PA was launched, so PA takes its operand from the
-// newest of them with the same address (decided a clock ahead, registered:
-// no address comparison in the loop). A beat that reads a word (K_ADD,
+// adder's pipeline, panama_fp32_add: 2). Read-after-write: the beats in
+// PR .. PW+RD_LAT had not written their word when the read of the beat in
+// PA was launched (PW+RD_LAT writes in the clock that read is launched, so
+// the memory's choice on a collision never matters), so PA takes its operand
+// from the newest of them with the same address, decided ahead and
+// registered: no address comparison in the loop, and for RD_LAT >= 3 the
+// address comparisons run when the beat is issued (p1), the priority in p2
+// and only a one-hot multiplexer in PA-1. A beat that reads a word (K_ADD,
 // K_READ) needs the previous contribution's sum, which exists D clocks after
 // that contribution was issued: the issuer holds such a beat while a write
 // to the same word was issued fewer than D clocks earlier (the hazard flag is
@@ -21,7 +31,7 @@
 // of at least D - 1 payload words, never wait. With D = 2 no beat waits at
 // all: a frame is a header beat and at least one word, so contributions of
 // back-to-back frames to one word are 2 clocks apart (the hazard check is
-// empty and stays for deeper adders).
+// empty and stays for deeper adders). None of this depends on RD_LAT.
 //
 // The issuer only issues a beat the output FIFO will have room for, so
 // m_axis back-pressure stalls without loss.
@@ -29,11 +39,13 @@
 module panama_datapath #(
     // 512-bit words in the slot memory (slots * 2 banks * words per bank).
     parameter int DATA_WORDS = 512 * 2 * 144,
-    // Output FIFO depth in beats (a power of two).
-    parameter int OUT_FIFO_DEPTH = 16,
-    // Slot-memory read latency in clocks (registered address to data; 1 for
-    // block RAM, more for UltraRAM cascades with output registers).
-    parameter int RD_LAT = 1,
+    // Output FIFO depth in beats (a power of two, at least the issue to
+    // output round trip PR + 4 for one beat per clock).
+    parameter int OUT_FIFO_DEPTH = 32,
+    // Slot-memory read latency in clocks (registered address to data): the
+    // memory's read register and RD_LAT - 1 output registers (1 for block
+    // RAM; the engine's default is the UltraRAM matrix's, docs/rtl.md).
+    parameter int RD_LAT = 14,
     // Word address bits (derived).
     parameter int DADDR_BITS = $clog2(DATA_WORDS)
 ) (
@@ -65,11 +77,13 @@ module panama_datapath #(
   localparam int ADD_LAT = 2;
   localparam int PA = 1 + RD_LAT;      // operand stage
   localparam int PR = PA + ADD_LAT;    // result stage
-  localparam int NST = PR + RD_LAT;    // last stage a result is forwarded from
+  localparam int PW = PR + 1;          // slot-memory write stage
+  localparam int NST = PW + RD_LAT;    // last stage a result is forwarded from
+  localparam int NOLD = RD_LAT + 1;    // results forwarded from p_res (PR+1 .. NST)
 
   initial begin
     if (RD_LAT < 1) $error("%m: RD_LAT must be at least 1");
-    if (OUT_FIFO_DEPTH <= PR) $error("%m: OUT_FIFO_DEPTH must exceed the pipeline depth");
+    if (OUT_FIFO_DEPTH < PR + 4) $error("%m: OUT_FIFO_DEPTH must be at least the pipeline depth + 4");
   end
 
   // ---- Issuer. The action being issued is held in cur (loaded from the
@@ -169,8 +183,10 @@ module panama_datapath #(
   logic [511:0]          p_b[1:PA];       // frame beat (adder operand b / passed data)
   logic [511:0]          p_byp[PA+1:PR];  // result of a beat that does not add
   logic [511:0]          res;             // result of the beat in PR
-  logic [511:0]          p_res[PR+1:NST]; // results written after PA's read
-  logic                  p_we[1:NST];     // writes the slot memory when in PR
+  logic [511:0]          p_res[PR+1:NST]; // results; written from PW, forwarded until NST
+  logic                  p_we[1:NST];     // writes the slot memory when in PW
+  logic                  p_re1;           // the beat in p1 reads the slot memory
+  logic                  mem_re[0:RD_LAT-1];  // enables of the read register and the output registers
   logic [511:0]          mem_rd[0:RD_LAT-1];
   logic [511:0]          fwd_a, sum;
   // PA's operand: 0 memory, 1 sum, 2 bypass, 3 old_res_reg. Kept binary (no
@@ -179,12 +195,15 @@ module panama_datapath #(
   logic [1:0]            fwd_reg;
   logic [511:0]          old_res_reg;     // a result written after PA's read was launched
 
+  // UltraRAM on UltraScale+ (Vivado infers block RAM without the attribute).
+  (* ram_style = "ultra" *)
   logic [511:0] dmem[DATA_WORDS];
 
   always_ff @(posedge clk) begin
     p_valid[1] <= rst ? 1'b0 : issue;
     p_op[1] <= !f_mem ? OP_NONE : (cur.kind == K_FIRST ? OP_FIRST : (cur.kind == K_ADD ? OP_ADD : OP_READ));
     p_we[1] <= !rst && issue && f_writes;
+    p_re1 <= !rst && issue && f_reads;
     p_addr[1] <= addr_reg;
     p_b[1] <= (f_hdr && cur.emit) ? cur.hdr : s_beat_data;
     p_out[1] <= f_out;
@@ -261,34 +280,76 @@ module panama_datapath #(
     else hazard_reg <= hz_inc;
   end
 
-  // Slot memory: registered read address, RD_LAT clocks to data.
+  // Slot memory: registered read address, RD_LAT clocks to data; the write
+  // is registered (PW), so it leaves from flip-flops for the whole matrix.
+  // As in Vivado's UltraRAM template, the read register and each output
+  // register load only with the read enable that travels with them.
   always_ff @(posedge clk) begin
-    mem_rd[0] <= dmem[p_addr[1]];
-    for (int k = 1; k < RD_LAT; k++) mem_rd[k] <= mem_rd[k-1];
+    mem_re[0] <= p_re1;
+    for (int k = 1; k < RD_LAT; k++) mem_re[k] <= mem_re[k-1];
   end
-  always_ff @(posedge clk) if (p_we[PR]) dmem[p_addr[PR]] <= res;
+  always_ff @(posedge clk) begin
+    if (p_re1) mem_rd[0] <= dmem[p_addr[1]];
+    for (int k = 1; k < RD_LAT; k++) if (mem_re[k-1]) mem_rd[k] <= mem_rd[k-1];
+  end
+  always_ff @(posedge clk) if (p_we[PW]) dmem[p_addr[PW]] <= p_res[PW];
 
   // Which older beat PA must take its operand from, decided a clock early
-  // (the beat in PA-1 against those that will be in PR .. PR+RD_LAT next
-  // clock), the newest first: the sum or the bypassed value of the beat
-  // that will be in PR, or a result already written, which is selected now
-  // and registered (old_res_reg), so PA chooses among four registers.
+  // (the beat in PA-1 against those that will be in PR .. NST next clock),
+  // the newest first: the sum or the bypassed value of the beat that will be
+  // in PR, or a result (old candidate i: the beat now in PR + i, res for i =
+  // 0), which is selected now and registered (old_res_reg), so PA chooses
+  // among four registers.
   logic [1:0]   fwd_next;
   logic [511:0] old_next;
+  logic [511:0] old_cand[NOLD];
   always_comb begin
-    fwd_next = 2'd0;
-    old_next = res;
-    for (int j = RD_LAT; j >= 2; j--) begin
-      if (addr_hit(p_we[PR+j-1], p_addr[PR+j-1], p_addr[PA-1])) begin
-        fwd_next = 2'd3;
-        old_next = p_res[PR+j-1];  // p_res[PR+j] next clock
+    old_cand[0] = res;
+    for (int i = 1; i < NOLD; i++) old_cand[i] = p_res[PR+i];
+  end
+
+  if (RD_LAT >= 3) begin : g_fwd_early
+    // The address comparisons of a beat with every older beat it may take
+    // a value from are made when it is in p1 (the distance between two beats
+    // never changes: the pipeline does not stall), the priority in p2, and
+    // the choice travels with the beat to PA-1: there only a one-hot
+    // multiplexer of the candidates remains.
+    localparam int FS = PA - 1;  // the stage that selects (>= 3)
+    logic            hs2, hs_add2;   // the beat at distance ADD_LAT writes the word (adds)
+    logic [NOLD-1:0] ho2;            // old candidate i (distance ADD_LAT + 1 + i) writes the word
+    logic [1:0]      f_fwd[3:FS];
+    logic [NOLD-1:0] f_sel[3:FS];    // one-hot: the newest old candidate
+    always_ff @(posedge clk) begin
+      hs2 <= addr_hit(p_we[1+ADD_LAT], p_addr[1+ADD_LAT], p_addr[1]);
+      hs_add2 <= p_op[1+ADD_LAT] == OP_ADD;
+      for (int i = 0; i < NOLD; i++) ho2[i] <= addr_hit(p_we[2+ADD_LAT+i], p_addr[2+ADD_LAT+i], p_addr[1]);
+    end
+    always_ff @(posedge clk) begin
+      f_fwd[3] <= hs2 ? (hs_add2 ? 2'd1 : 2'd2) : (ho2 != '0 ? 2'd3 : 2'd0);
+      for (int i = 0; i < NOLD; i++) f_sel[3][i] <= ho2[i] && (ho2 & NOLD'((1 << i) - 1)) == '0;
+      for (int k = 4; k <= FS; k++) begin
+        f_fwd[k] <= f_fwd[k-1];
+        f_sel[k] <= f_sel[k-1];
       end
     end
-    if (addr_hit(p_we[PR], p_addr[PR], p_addr[PA-1])) begin
-      fwd_next = 2'd3;
-      old_next = res;  // p_res[PR+1] next clock
+    always_comb begin
+      fwd_next = f_fwd[FS];
+      old_next = '0;
+      for (int i = 0; i < NOLD; i++) old_next |= f_sel[FS][i] ? old_cand[i] : 512'd0;
     end
-    if (addr_hit(p_we[PR-1], p_addr[PR-1], p_addr[PA-1])) fwd_next = p_op[PR-1] == OP_ADD ? 2'd1 : 2'd2;
+  end else begin : g_fwd_late
+    // Short read latency: the comparisons are made in PA-1 itself.
+    always_comb begin
+      fwd_next = 2'd0;
+      old_next = res;
+      for (int i = NOLD - 1; i >= 0; i--) begin
+        if (addr_hit(p_we[PR+i], p_addr[PR+i], p_addr[PA-1])) begin
+          fwd_next = 2'd3;
+          old_next = old_cand[i];  // p_res[PR+i+1] next clock
+        end
+      end
+      if (addr_hit(p_we[PR-1], p_addr[PR-1], p_addr[PA-1])) fwd_next = p_op[PR-1] == OP_ADD ? 2'd1 : 2'd2;
+    end
   end
   always_ff @(posedge clk) begin
     fwd_reg <= fwd_next;
@@ -334,6 +395,7 @@ module panama_datapath #(
   always_comb begin
     any_valid = 1'b0;
     for (int k = 1; k <= PR; k++) any_valid |= p_valid[k];
+    for (int k = PR + 1; k <= PW; k++) any_valid |= p_we[k];
   end
   assign status_empty = !cur_valid && !any_valid && out_count == '0;
 

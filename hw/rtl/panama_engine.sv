@@ -37,11 +37,17 @@ module panama_engine #(
     // Decided actions waiting for the data pipeline (a power of two, more
     // than the control pipeline holds).
     parameter int ACT_FIFO_DEPTH = 64,
-    // Output FIFO depth in beats (a power of two).
-    parameter int OUT_FIFO_DEPTH = 16,
-    // Slot-memory read latency in clocks (1: block RAM; more for UltraRAM
-    // with output registers or cascades). The data pipeline forwards over it.
-    parameter int SLOT_READ_LATENCY = 1,
+    // Output FIFO depth in beats (a power of two, at least the data
+    // pipeline's depth SLOT_READ_LATENCY + 3, plus 4).
+    parameter int OUT_FIFO_DEPTH = 32,
+    // Slot-memory read latency in clocks: the UltraRAM's read register and
+    // SLOT_READ_LATENCY - 1 output registers, which Vivado moves into the
+    // cascade. 14 = 1 + rows + columns of the default configuration's
+    // UltraRAM matrix (147,456 words = 36 URAM288 deep, columns of 8: 8 rows,
+    // 5 columns; UG901 "Pipelining the RAM"; docs/rtl.md, "Memories"). 1 is
+    // enough for block RAM. The data pipeline forwards over any latency, so
+    // the results and the line rate do not depend on it.
+    parameter int SLOT_READ_LATENCY = 14,
     // Derived widths.
     parameter int ENTRY_BITS = NUM_ENTRIES > 1 ? $clog2(NUM_ENTRIES) : 1,
     parameter int SLOT_BITS = NUM_SLOTS > 1 ? $clog2(NUM_SLOTS) : 1,

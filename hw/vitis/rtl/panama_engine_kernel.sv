@@ -9,9 +9,10 @@ module panama_engine_kernel #(
     parameter int NUM_ENTRIES = 64,
     parameter int NUM_SLOTS = 512,
     parameter int SLOT_WORDS = 144,
-    // Read latency of the slot memory in clocks: a cascade of UltraRAM on the
-    // card needs output registers (docs/rtl.md, "Memories").
-    parameter int SLOT_READ_LATENCY = 3
+    // Read latency of the slot memory in clocks: the UltraRAM matrix's read
+    // register and output registers, 1 + rows + columns of the matrix
+    // (panama_engine's default; docs/rtl.md, "Memories").
+    parameter int SLOT_READ_LATENCY = 14
 ) (
     input  wire logic         ap_clk,
     // Active-low, synchronous to ap_clk (Vitis convention).
