@@ -16,8 +16,8 @@
 #include <random>
 #include <vector>
 
-#include "panama/engine/apply_config.hpp"
 #include "panama/engine.hpp"
+#include "panama/engine/apply_config.hpp"
 
 namespace {
 

@@ -30,13 +30,13 @@
 #include <string>
 #include <vector>
 
-#include "panama/engine/apply_config.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/engine.hpp"
+#include "panama/engine/apply_config.hpp"
+#include "panama/engine/register_access.hpp"
 #include "panama/pswitch/fault_injector.hpp"
 #include "panama/pswitch/switch_core.hpp"
-#include "panama/engine/register_access.hpp"
 #include "panama/runtime/allreduce_core.hpp"
 #include "panama/wire.hpp"
 

@@ -16,11 +16,11 @@
 #include <memory>
 #include <random>
 
-#include "panama/engine/apply_config.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/engine.hpp"
-#include "panama/pswitch/switch_core.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/engine/register_access.hpp"
+#include "panama/pswitch/switch_core.hpp"
 #include "panama/runtime/allreduce_core.hpp"
 #include "support/frames.hpp"
 

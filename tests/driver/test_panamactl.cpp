@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "driver/support/test_xclbin.hpp"
-#include "panama/driver/cmac.hpp"
 #include "panama/config/node_config.hpp"
+#include "panama/driver/cmac.hpp"
 #include "panama/pcap/pcap_file.hpp"
 #include "panamactl_cli.hpp"
 #include "support/frames.hpp"

@@ -15,9 +15,9 @@
 
 #include "driver/driver_errors.hpp"
 #include "driver/support/test_xclbin.hpp"
+#include "panama/config/node_config.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/engine/counters.hpp"
-#include "panama/config/node_config.hpp"
 #include "panama/regmap.hpp"
 #include "support/frames.hpp"
 #include "support/temp_dir.hpp"

@@ -8,8 +8,8 @@
 #include <map>
 #include <memory>
 
-#include "panama/engine/apply_config.hpp"
 #include "panama/engine.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/engine/counters.hpp"
 #include "support/frames.hpp"
 

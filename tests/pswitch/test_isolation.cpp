@@ -6,11 +6,11 @@
 #include <catch2/catch.hpp>
 #include <memory>
 
-#include "panama/engine/apply_config.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/engine.hpp"
-#include "panama/pswitch/switch_core.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/engine/register_access.hpp"
+#include "panama/pswitch/switch_core.hpp"
 #include "support/frames.hpp"
 
 using namespace panama;

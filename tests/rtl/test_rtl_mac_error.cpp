@@ -9,8 +9,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "panama/regmap.hpp"
 #include "panama/cosim/rtl_engine.hpp"
+#include "panama/regmap.hpp"
 #include "panama/wire.hpp"
 #include "support/frames.hpp"
 

@@ -8,9 +8,8 @@
 namespace {
 
 [[maybe_unused]] const bool registered = [] {
-  panama::register_engine_backend(
-      {"rtl", "the Verilated RTL engine (hw/rtl), co-simulated cycle by cycle",
-       [] { return std::make_unique<panama::cosim::RtlBackend>(); }});
+  panama::register_engine_backend({"rtl", "the Verilated RTL engine (hw/rtl), co-simulated cycle by cycle",
+                                   [] { return std::make_unique<panama::cosim::RtlBackend>(); }});
   return true;
 }();
 

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <iostream>
 
+#include "panama/config/node_config.hpp"
 #include "panama/engine/apply_config.hpp"
 #include "panama/engine/backend.hpp"
 #include "panama/engine/counters.hpp"
-#include "panama/config/node_config.hpp"
 #include "panama/pcap/pcap_file.hpp"
 
 namespace {

@@ -6,11 +6,11 @@
 #include <cstdio>
 
 #include "backends.hpp"
-#include "panama/engine/apply_config.hpp"
+#include "panama/config/node_config.hpp"
 #include "panama/driver/register_port.hpp"
 #include "panama/driver/simulation.hpp"
+#include "panama/engine/apply_config.hpp"
 #include "panama/engine/counters.hpp"
-#include "panama/config/node_config.hpp"
 #include "panama/regmap.hpp"
 
 namespace panama::driver {

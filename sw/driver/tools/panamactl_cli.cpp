@@ -17,13 +17,13 @@
 #include <optional>
 #include <thread>
 
+#include "panama/config/node_config.hpp"
 #include "panama/driver/cmac.hpp"
 #include "panama/driver/device.hpp"
 #include "panama/driver/register_port.hpp"
 #include "panama/driver/simulation.hpp"
 #include "panama/driver/xclbin.hpp"
 #include "panama/engine/counters.hpp"
-#include "panama/config/node_config.hpp"
 #include "panama/pcap/pcap_file.hpp"
 #include "panama/regmap.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "panama/regmap.hpp"
 #include "panama/cosim/rtl_engine.hpp"
+#include "panama/regmap.hpp"
 
 namespace panama::cosim {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include "panama/cosim/cosim.hpp"
-#include "panama/kernel_csim.hpp"
 #include "panama/cosim/rtl_engine.hpp"
+#include "panama/kernel_csim.hpp"
 
 namespace panama::cosim {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "panama/engine/backend.hpp"
 #include "panama/cosim/rtl_engine.hpp"
+#include "panama/engine/backend.hpp"
 
 namespace panama::cosim {
 
