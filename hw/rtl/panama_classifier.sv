@@ -2,7 +2,8 @@
 // classify_frame that need only the frame's first beat, its length and its
 // MAC error flag, in the model's order (MAC error, oversize, engine
 // disabled, not PANAMA, truncated, bad IPv4 header, version, type, result
-// passing through, element type, element count, lengths, slot capacity).
+// passing through, element type, element count, lengths, truncated payload,
+// bytes after the payload, slot capacity).
 // The verdict travels with the header fields the decision needs.
 //
 // Pipelined, one frame per clock, latency LATENCY = 5 (in_valid at clock t,
@@ -129,7 +130,7 @@ module panama_classifier #(
   logic [1:0]    c3_pre_verdict_reg;
   logic [4:0]    c3_pre_counter_reg;
   logic c3_bad_version, c3_bad_type, c3_result_down, c3_bad_elem_type, c3_zero_count, c3_bad_length,
-      c3_short_payload, c3_over_capacity;
+      c3_short_payload, c3_long_payload, c3_over_capacity;
   logic          pre_hit;
   logic [1:0]    pre_verdict;
   logic [4:0]    pre_counter;
@@ -165,6 +166,7 @@ module panama_classifier #(
     c3_zero_count <= c2_zero_count;
     c3_bad_length <= c2_ip_len_exp != {3'd0, c2_ip_total_len} || c2_udp_len_exp != {3'd0, c2_udp_length};
     c3_short_payload <= {3'd0, c2_fields_reg.len} < c2_frame_len_exp;
+    c3_long_payload <= {3'd0, c2_fields_reg.len} > c2_frame_len_exp;
     c3_over_capacity <= c2_over_capacity;
   end
 
@@ -195,6 +197,8 @@ module panama_classifier #(
       post_counter = 5'(GC_DROP_BAD_LENGTH);
     end else if (c3_short_payload) begin
       post_counter = 5'(GC_DROP_TRUNCATED);
+    end else if (c3_long_payload) begin
+      post_counter = 5'(GC_DROP_BAD_LENGTH);  // bytes after the payload
     end else if (c3_over_capacity) begin
       post_counter = 5'(GC_DROP_BAD_ELEM_COUNT);
     end else begin

@@ -197,7 +197,8 @@ enum class FrameClass : uint8_t {
   kBadType,        // packet type is none of PacketType
   kBadElemType,    // element type is not kFloat32
   kBadElemCount,   // zero elements (the engine adds: more than a slot holds)
-  kBadLength,      // IPv4 / UDP lengths disagree with elem_count
+  kBadLength,      // IPv4 / UDP lengths disagree with elem_count, or the frame
+                   // is longer than elem_count needs
 };
 
 constexpr bool is_malformed(FrameClass c) {
@@ -258,6 +259,9 @@ inline FrameClass classify_frame(const uint8_t* frame, uint32_t len, uint16_t ud
     return FrameClass::kBadLength;
   }
   if (len < frame_length(h.elem_count)) return FrameClass::kTruncated;
+  // Bytes after the payload: the frame is not what its header says (a
+  // PANAMA frame is at least 68 bytes, so Ethernet never pads one).
+  if (len > frame_length(h.elem_count)) return FrameClass::kBadLength;
   return FrameClass::kOk;
 }
 

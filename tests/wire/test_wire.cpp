@@ -274,10 +274,22 @@ TEST_CASE("every truncation of a valid frame is classified without reading past 
       REQUIRE(classify(t) == expect);
     }
   }
-  // Ethernet padding after the IPv4 datagram is allowed and ignored.
-  auto padded = valid_frame(1);
-  padded.resize(padded.size() + 30, 0xCC);
-  CHECK(classify(padded) == FC::kOk);
+  // Bytes after the payload: longer than elem_count needs, a bad length
+  // (docs/protocol.md section 4), one byte or many, also zeros.
+  for (size_t extra : {1, 3, 4, 30, 64}) {
+    auto longer = valid_frame(1);
+    longer.resize(longer.size() + extra, 0xCC);
+    INFO("extra bytes " << extra);
+    CHECK(classify(longer) == FC::kBadLength);
+  }
+  auto zeros = valid_frame(17);
+  zeros.resize(zeros.size() + 4, 0);
+  CHECK(classify(zeros) == FC::kBadLength);
+  // A truncated frame is still truncated, a result-down frame passes whatever
+  // follows it.
+  auto cut = valid_frame(17);
+  cut.resize(cut.size() - 4);
+  CHECK(classify(cut) == FC::kTruncated);
 }
 
 TEST_CASE("frames that are not PANAMA are recognised as such", "[wire]") {

@@ -312,7 +312,7 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
       wire::Header h = base_header(job, tree, child, seq, elems, port, rng);
       if (unit(rng) < opt.retransmission) h.type = static_cast<uint8_t>(wire::PacketType::kRetransmission);
       fr = make_frame(h, rng);
-      if (rng() % 30 == 0) fr.resize(fr.size() + 1 + rng() % 100, 0x5A);  // trailing bytes: still valid
+      if (rng() % 30 == 0) fr.resize(fr.size() + 1 + rng() % 100, 0x5A);  // trailing bytes: bad length
       if (unit(rng) < opt.malformed / (1.0 - opt.foreign - opt.duplicate)) corrupt(fr, rng);
       if (rng() % 6 == 0) e.lo += static_cast<uint32_t>(rng() % (e.slot_count + 1));
       recent.push_back(fr);
