@@ -41,7 +41,7 @@ module panama_two_port_kernel #(
     parameter int NUM_ENTRIES = 64,
     parameter int NUM_SLOTS = 512,
     parameter int SLOT_WORDS = 144,
-    parameter int SLOT_READ_LATENCY = 3,  // of the engine's slot memory (panama_engine_kernel)
+    parameter int SLOT_READ_LATENCY = 14,  // of the engine's slot memory (panama_engine_kernel; docs/rtl.md)
     // Beats of cage 0's frames for cage 1 held while cage 1's transmit side
     // is stalled (a power of two; 512: two 9600-byte frames, block RAM).
     parameter int PASS_FIFO_DEPTH = 512,
