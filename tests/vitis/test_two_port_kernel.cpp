@@ -42,10 +42,8 @@ using Frame = std::vector<uint8_t>;
 
 uint32_t test_seed() {
   static const uint32_t seed = [] {
-    const char *env = std::getenv("PANAMA_TEST_SEED");
-    const uint32_t s =
-        env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 0))
-            : std::random_device{}();
+    const char* env = std::getenv("PANAMA_TEST_SEED");
+    const uint32_t s = env ? static_cast<uint32_t>(std::strtoul(env, nullptr, 0)) : std::random_device{}();
     std::printf("PANAMA_TEST_SEED=%u\n", s);
     std::fflush(stdout);
     return s;
@@ -62,16 +60,15 @@ struct Beat {
   bool last;
   bool first;
   Route route;
-  int idle; // clocks the receive side stays idle before showing this beat
+  int idle;  // clocks the receive side stays idle before showing this beat
 };
 
-std::vector<Beat> beats_of(const Frame &f, Route route) {
+std::vector<Beat> beats_of(const Frame& f, Route route) {
   std::vector<Beat> out;
   for (size_t off = 0; off < f.size(); off += 64) {
     Beat b{};
     const size_t n = std::min<size_t>(64, f.size() - off);
-    for (size_t i = 0; i < n; ++i)
-      b.data[i / 4] |= uint32_t{f[off + i]} << (8 * (i % 4));
+    for (size_t i = 0; i < n; ++i) b.data[i / 4] |= uint32_t{f[off + i]} << (8 * (i % 4));
     b.keep = n == 64 ? ~uint64_t{0} : ((uint64_t{1} << n) - 1);
     b.last = off + 64 >= f.size();
     b.first = off == 0;
@@ -84,12 +81,11 @@ std::vector<Beat> beats_of(const Frame &f, Route route) {
 // Collects beats of one output into frames; counts bytes from tkeep.
 struct Collector {
   std::vector<Frame> frames;
-  std::vector<uint64_t> ends; // clock of each frame's last beat
+  std::vector<uint64_t> ends;  // clock of each frame's last beat
   Frame cur;
-  void beat(const uint32_t *data, uint64_t keep, bool last, uint64_t now) {
+  void beat(const uint32_t* data, uint64_t keep, bool last, uint64_t now) {
     for (int i = 0; i < 64; ++i) {
-      if (keep >> i & 1)
-        cur.push_back(static_cast<uint8_t>(data[i / 4] >> (8 * (i % 4))));
+      if (keep >> i & 1) cur.push_back(static_cast<uint8_t>(data[i / 4] >> (8 * (i % 4))));
     }
     if (last) {
       frames.push_back(cur);
@@ -122,28 +118,24 @@ struct ReadyGen {
 
 // One stall of a transmit side and what the other side did meanwhile.
 struct Stall {
-  int port;               // 0: m_axis (cage 0 TX), 1: m_axis_p1 (cage 1 TX)
-  uint64_t start, end;    // clocks [start, end)
-  bool other_had_traffic; // frames for the other side were in the kernel or
-                          // waiting on cage 1 RX
+  int port;                // 0: m_axis (cage 0 TX), 1: m_axis_p1 (cage 1 TX)
+  uint64_t start, end;     // clocks [start, end)
+  bool other_had_traffic;  // frames for the other side were in the kernel or waiting on cage 1 RX
   uint64_t other_beats_at_start;
-  uint64_t other_beats = 0; // beats the other side sent during the stall
+  uint64_t other_beats = 0;  // beats the other side sent during the stall
   bool done = false;
 };
 
 class Tb {
-public:
+ public:
   explicit Tb(uint32_t seed)
-      : in_rng_(seed * 2654435761u + 1), rdy_{
-                                             ReadyGen(seed * 2654435761u + 2),
-                                             ReadyGen(seed * 2654435761u + 3)} {
+      : in_rng_(seed * 2654435761u + 1),
+        rdy_{ReadyGen(seed * 2654435761u + 2), ReadyGen(seed * 2654435761u + 3)} {
     m_.ap_rst_n = 0;
     idle();
-    for (int i = 0; i < 8; ++i)
-      cycle();
+    for (int i = 0; i < 8; ++i) cycle();
     m_.ap_rst_n = 1;
-    for (int i = 0; i < 4; ++i)
-      cycle();
+    for (int i = 0; i < 4; ++i) cycle();
   }
 
   void write(uint32_t addr, uint32_t value) {
@@ -163,16 +155,12 @@ public:
       edge();
       aw |= aw_now;
       w |= w_now;
-      if (aw)
-        m_.s_axi_control_awvalid = 0;
-      if (w)
-        m_.s_axi_control_wvalid = 0;
+      if (aw) m_.s_axi_control_awvalid = 0;
+      if (w) m_.s_axi_control_wvalid = 0;
     }
     // The classifier's UDP port, as the kernel follows it.
-    if (addr == regmap::kUdpPort)
-      udp_port_ = static_cast<uint16_t>(value);
-    if (addr == regmap::kControl && (value & regmap::kControlReset))
-      udp_port_ = wire::kDefaultUdpPort;
+    if (addr == regmap::kUdpPort) udp_port_ = static_cast<uint16_t>(value);
+    if (addr == regmap::kControl && (value & regmap::kControlReset)) udp_port_ = wire::kDefaultUdpPort;
   }
 
   uint32_t read(uint32_t addr) {
@@ -184,8 +172,7 @@ public:
       settle();
       const bool ar = m_.s_axi_control_arready;
       edge();
-      if (ar)
-        break;
+      if (ar) break;
     }
     m_.s_axi_control_arvalid = 0;
     for (int n = 0;; ++n) {
@@ -194,22 +181,20 @@ public:
       const bool r = m_.s_axi_control_rvalid;
       const uint32_t d = m_.s_axi_control_rdata;
       edge();
-      if (r)
-        return d;
+      if (r) return d;
     }
   }
 
   // A frame on cage 0's receive side; its route by the engine's own rule
   // (wire::classify_frame) and the UDP port the host last wrote.
-  void send0(const Frame &f) {
+  void send0(const Frame& f) {
     wire::Header h{};
-    const bool panama =
-        wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()),
-                             udp_port_, h) != wire::FrameClass::kNotPanama;
+    const bool panama = wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), udp_port_, h) !=
+                        wire::FrameClass::kNotPanama;
     queue(0, f, panama ? Route::kEngine : Route::kCage1);
   }
   // A frame on cage 1's receive side (always to cage 0).
-  void send1(const Frame &f) {
+  void send1(const Frame& f) {
     far_.insert(f);
     queue(1, f, Route::kCage0);
   }
@@ -218,14 +203,13 @@ public:
   // low in a clock, and the most clocks it stays idle before a frame (a
   // random number up to that, per frame sent from now on); tready of the
   // transmit sides.
-  void set_gaps(int gap0_pct, int gap1_pct, int frame_gap0 = 0,
-                int frame_gap1 = 0) {
+  void set_gaps(int gap0_pct, int gap1_pct, int frame_gap0 = 0, int frame_gap1 = 0) {
     gap_pct_[0] = gap0_pct;
     gap_pct_[1] = gap1_pct;
     frame_gap_[0] = frame_gap0;
     frame_gap_[1] = frame_gap1;
   }
-  ReadyGen &ready(int port) { return rdy_[port]; }
+  ReadyGen& ready(int port) { return rdy_[port]; }
   void set_ready(int pct0, int pct1) {
     rdy_[0].pct = pct0;
     rdy_[1].pct = pct1;
@@ -241,8 +225,7 @@ public:
     for (uint64_t n = 0; quiet < 2000; ++n) {
       REQUIRE(n < 5000000);
       step();
-      const bool busy = moved_ || !in_[0].empty() || !in_[1].empty() ||
-                        active_[0] >= 0 || active_[1] >= 0;
+      const bool busy = moved_ || !in_[0].empty() || !in_[1].empty() || active_[0] >= 0 || active_[1] >= 0;
       quiet = busy ? 0 : quiet + 1;
     }
   }
@@ -251,21 +234,20 @@ public:
     run();
   }
   void run_for(uint64_t clocks) {
-    for (uint64_t i = 0; i < clocks; ++i)
-      step();
+    for (uint64_t i = 0; i < clocks; ++i) step();
   }
 
   uint64_t now() const { return now_; }
   uint64_t beats(int port) const { return beats_[port]; }
-  bool is_far(const Frame &f) const { return far_.count(f) != 0; }
-  const std::vector<Stall> &stalls() const { return stalls_; }
+  bool is_far(const Frame& f) const { return far_.count(f) != 0; }
+  const std::vector<Stall>& stalls() const { return stalls_; }
   // AXI4-Stream violations seen on the outputs (the first few).
-  const std::vector<std::string> &violations() const { return violations_; }
+  const std::vector<std::string>& violations() const { return violations_; }
   uint64_t violation_count() const { return violation_count_; }
 
-  Collector out0, out1; // cage 0 and cage 1 transmit sides
+  Collector out0, out1;  // cage 0 and cage 1 transmit sides
 
-private:
+ private:
   void idle() {
     m_.s_axis_tvalid = 0;
     m_.s_axis_p1_tvalid = 0;
@@ -280,46 +262,37 @@ private:
     m_.s_axi_control_rready = 1;
   }
 
-  void put(const Beat &b, VlWide<16> &data, QData &keep, CData &last) {
-    for (int i = 0; i < 16; ++i)
-      data[i] = b.data[i];
+  void put(const Beat& b, VlWide<16>& data, QData& keep, CData& last) {
+    for (int i = 0; i < 16; ++i) data[i] = b.data[i];
     keep = b.keep;
     last = b.last;
   }
   // What a receive side shows while tvalid is low: anything.
-  void junk(VlWide<16> &data, QData &keep, CData &last) {
-    for (int i = 0; i < 16; ++i)
-      data[i] = static_cast<uint32_t>(in_rng_());
+  void junk(VlWide<16>& data, QData& keep, CData& last) {
+    for (int i = 0; i < 16; ++i) data[i] = static_cast<uint32_t>(in_rng_());
     keep = (uint64_t{in_rng_()} << 32) | in_rng_();
     last = in_rng_() & 1;
   }
 
-  void queue(int side, const Frame &f, Route route) {
+  void queue(int side, const Frame& f, Route route) {
     std::vector<Beat> beats = beats_of(f, route);
-    beats.front().idle =
-        std::uniform_int_distribution<int>(0, frame_gap_[side])(in_rng_);
-    for (const Beat &b : beats)
-      in_[side].push_back(b);
+    beats.front().idle = std::uniform_int_distribution<int>(0, frame_gap_[side])(in_rng_);
+    for (const Beat& b : beats) in_[side].push_back(b);
   }
 
   bool has_traffic_for(int port) const {
-    if (port == 1)
-      return started_[1] >
-             out1.frames.size(); // cage 0 frames for cage 1 inside the kernel
-    return started_[2] > far_sent_ ||
-           !in_[1].empty(); // cage 1 frames inside the kernel or waiting
+    if (port == 1) return started_[1] > out1.frames.size();  // cage 0 frames for cage 1 inside the kernel
+    return started_[2] > far_sent_ || !in_[1].empty();       // cage 1 frames inside the kernel or waiting
   }
 
   void start_stall(int port, uint64_t clocks) {
     finish_stall(port);
-    stalls_.push_back(Stall{port, now_, now_ + clocks,
-                            has_traffic_for(1 - port), beats_[1 - port]});
+    stalls_.push_back(Stall{port, now_, now_ + clocks, has_traffic_for(1 - port), beats_[1 - port]});
     active_[port] = static_cast<int>(stalls_.size() - 1);
   }
   void finish_stall(int port) {
-    if (active_[port] < 0)
-      return;
-    Stall &s = stalls_[static_cast<size_t>(active_[port])];
+    if (active_[port] < 0) return;
+    Stall& s = stalls_[static_cast<size_t>(active_[port])];
     s.other_beats = beats_[1 - port] - s.other_beats_at_start;
     s.done = true;
     active_[port] = -1;
@@ -330,8 +303,7 @@ private:
     std::uniform_int_distribution<int> pct(0, 99);
     // Receive sides: a beat once shown stays until taken (AXI4-Stream).
     for (int i = 0; i < 2; ++i) {
-      if (showing_[i] || in_[i].empty())
-        continue;
+      if (showing_[i] || in_[i].empty()) continue;
       if (in_[i].front().idle > 0) {
         --in_[i].front().idle;
       } else {
@@ -346,8 +318,7 @@ private:
       junk(m_.s_axis_tdata, m_.s_axis_tkeep, m_.s_axis_tlast);
     }
     if (showing_[1]) {
-      put(in_[1].front(), m_.s_axis_p1_tdata, m_.s_axis_p1_tkeep,
-          m_.s_axis_p1_tlast);
+      put(in_[1].front(), m_.s_axis_p1_tdata, m_.s_axis_p1_tkeep, m_.s_axis_p1_tlast);
     } else {
       junk(m_.s_axis_p1_tdata, m_.s_axis_p1_tkeep, m_.s_axis_p1_tlast);
     }
@@ -355,15 +326,13 @@ private:
     // Transmit sides.
     bool ready[2];
     for (int p = 0; p < 2; ++p) {
-      ReadyGen &g = rdy_[p];
-      if (stalled(p) && now_ >= stalls_[static_cast<size_t>(active_[p])].end)
-        finish_stall(p);
+      ReadyGen& g = rdy_[p];
+      if (stalled(p) && now_ >= stalls_[static_cast<size_t>(active_[p])].end) finish_stall(p);
       const bool traffic = !in_[0].empty() || !in_[1].empty();
       if (!stalled(p) && !stalled(1 - p) && g.stall_per_10k > 0 && traffic &&
-          std::uniform_int_distribution<int>(0, 9999)(g.rng) <
-              g.stall_per_10k) {
-        start_stall(p, static_cast<uint64_t>(std::uniform_int_distribution<int>(
-                           g.stall_min, g.stall_max)(g.rng)));
+          std::uniform_int_distribution<int>(0, 9999)(g.rng) < g.stall_per_10k) {
+        start_stall(
+            p, static_cast<uint64_t>(std::uniform_int_distribution<int>(g.stall_min, g.stall_max)(g.rng)));
       }
       ready[p] = pct(g.rng) < g.pct && !stalled(p);
     }
@@ -387,12 +356,11 @@ private:
     return s;
   }
 
-  void violation(int port, const char *what) {
+  void violation(int port, const char* what) {
     ++violation_count_;
     if (violations_.size() < 8) {
       std::ostringstream os;
-      os << (port == 0 ? "m_axis" : "m_axis_p1") << " at clock " << now_ << ": "
-         << what;
+      os << (port == 0 ? "m_axis" : "m_axis_p1") << " at clock " << now_ << ": " << what;
       violations_.push_back(os.str());
     }
   }
@@ -401,13 +369,11 @@ private:
   void monitor() {
     moved_ = false;
     for (int i = 0; i < 2; ++i) {
-      const bool taken = i == 0 ? (m_.s_axis_tvalid && m_.s_axis_tready)
-                                : (m_.s_axis_p1_tvalid && m_.s_axis_p1_tready);
-      if (!taken)
-        continue;
-      const Beat &b = in_[i].front();
-      if (b.first)
-        ++started_[static_cast<int>(b.route)];
+      const bool taken =
+          i == 0 ? (m_.s_axis_tvalid && m_.s_axis_tready) : (m_.s_axis_p1_tvalid && m_.s_axis_p1_tready);
+      if (!taken) continue;
+      const Beat& b = in_[i].front();
+      if (b.first) ++started_[static_cast<int>(b.route)];
       in_[i].pop_front();
       showing_[i] = false;
       moved_ = true;
@@ -419,17 +385,16 @@ private:
       if (prev_[p].valid && !prev_ready_[p]) {
         if (!s.valid) {
           violation(p, "tvalid dropped before tready");
-        } else if (std::memcmp(s.data, prev_[p].data, sizeof s.data) != 0 ||
-                   s.keep != prev_[p].keep || s.last != prev_[p].last) {
+        } else if (std::memcmp(s.data, prev_[p].data, sizeof s.data) != 0 || s.keep != prev_[p].keep ||
+                   s.last != prev_[p].last) {
           violation(p, "tdata/tkeep/tlast changed while tvalid && !tready");
         }
       }
       if (s.valid && ready) {
         ++beats_[p];
-        Collector &c = p == 0 ? out0 : out1;
+        Collector& c = p == 0 ? out0 : out1;
         c.beat(s.data, s.keep, s.last, now_);
-        if (s.last && p == 0 && far_.count(c.frames.back()))
-          ++far_sent_;
+        if (s.last && p == 0 && far_.count(c.frames.back())) ++far_sent_;
         moved_ = true;
       }
       prev_[p] = s;
@@ -469,9 +434,8 @@ private:
   uint64_t now_ = 0;
   bool moved_ = false;
   uint64_t beats_[2] = {0, 0};
-  uint64_t started_[3] = {
-      0, 0, 0};           // frames whose first beat the kernel took, by Route
-  uint64_t far_sent_ = 0; // cage 1's frames out of cage 0
+  uint64_t started_[3] = {0, 0, 0};  // frames whose first beat the kernel took, by Route
+  uint64_t far_sent_ = 0;            // cage 1's frames out of cage 0
   OutSample prev_[2];
   bool prev_ready_[2] = {true, true};
   std::vector<Stall> stalls_;
@@ -481,17 +445,15 @@ private:
 };
 
 // The same register writes to the kernel and the model.
-void both_write(Tb &tb, EngineBackend &model, uint32_t addr, uint32_t value) {
+void both_write(Tb& tb, EngineBackend& model, uint32_t addr, uint32_t value) {
   tb.write(addr, value);
   model.reg_write(addr, value);
 }
 
-void configure(Tb &tb, EngineBackend &model) {
-  both_write(tb, model, regmap::kControl,
-             regmap::kControlReset | regmap::kControlEnable);
+void configure(Tb& tb, EngineBackend& model) {
+  both_write(tb, model, regmap::kControl, regmap::kControlReset | regmap::kControlEnable);
   both_write(tb, model, regmap::kEKey, 3 | (1u << 16));
-  both_write(tb, model, regmap::kEFlags,
-             regmap::kEntryFlagEnable | regmap::kEntryFlagRoot);
+  both_write(tb, model, regmap::kEFlags, regmap::kEntryFlagEnable | regmap::kEntryFlagRoot);
   both_write(tb, model, regmap::kEFanIn, 2);
   both_write(tb, model, regmap::kEChildMaskLo, 0x3);
   both_write(tb, model, regmap::kESlotBase, 0);
@@ -501,24 +463,22 @@ void configure(Tb &tb, EngineBackend &model) {
   REQUIRE(tb.read(regmap::kEntryStatus) == regmap::kStatusOk);
 }
 
-uint64_t frames_in(Tb &tb) {
+uint64_t frames_in(Tb& tb) {
   const uint32_t a = regmap::global_counter_addr(regmap::kGcFramesIn);
   return tb.read(a) | uint64_t{tb.read(a + 4)} << 32;
 }
 
-Frame contribution(uint16_t child, uint32_t seq, uint16_t port, float base,
-                   uint16_t n = 20) {
+Frame contribution(uint16_t child, uint32_t seq, uint16_t port, float base, uint16_t n = 20) {
   auto h = test::contribution(3, 1, child, seq, n);
   h.udp_dst = port;
   std::vector<uint32_t> p;
-  for (int i = 0; i < n; ++i)
-    p.push_back(test::f2u(base + static_cast<float>(i)));
+  for (int i = 0; i < n; ++i) p.push_back(test::f2u(base + static_cast<float>(i)));
   return test::make_frame(h, p);
 }
 
 Frame other_frame(uint8_t tag, size_t len) {
   Frame f(len, tag);
-  f[12] = 0x86; // EtherType IPv6: never PANAMA
+  f[12] = 0x86;  // EtherType IPv6: never PANAMA
   f[13] = 0xDD;
   return f;
 }
@@ -527,8 +487,7 @@ Frame other_frame(uint8_t tag, size_t len) {
 // the test equals: IPv6 with `id` in bytes 14..17 and a pattern after it.
 Frame tagged_frame(uint32_t id, size_t len) {
   Frame f(std::max<size_t>(len, 18));
-  for (size_t i = 0; i < f.size(); ++i)
-    f[i] = static_cast<uint8_t>(id * 131 + i * 7);
+  for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<uint8_t>(id * 131 + i * 7);
   f[12] = 0x86;
   f[13] = 0xDD;
   std::memcpy(f.data() + 14, &id, 4);
@@ -536,14 +495,10 @@ Frame tagged_frame(uint32_t id, size_t len) {
 }
 
 // The model's output for `frames` given to the engine in this order.
-std::vector<Frame> model_out(EngineBackend &model,
-                             const std::vector<Frame> &frames) {
+std::vector<Frame> model_out(EngineBackend& model, const std::vector<Frame>& frames) {
   std::vector<Frame> out;
-  const EngineBackend::FrameSink collect = [&](const uint8_t *d, uint32_t n) {
-    out.emplace_back(d, d + n);
-  };
-  for (const Frame &f : frames)
-    model.process_frame(f.data(), static_cast<uint32_t>(f.size()), collect);
+  const EngineBackend::FrameSink collect = [&](const uint8_t* d, uint32_t n) { out.emplace_back(d, d + n); };
+  for (const Frame& f : frames) model.process_frame(f.data(), static_cast<uint32_t>(f.size()), collect);
   return out;
 }
 
@@ -551,14 +506,13 @@ std::vector<Frame> model_out(EngineBackend &model,
 // neither (interleaved or corrupted).
 struct Cage0Split {
   std::vector<Frame> far, engine;
-  std::vector<bool> is_far; // per frame, in order
+  std::vector<bool> is_far;  // per frame, in order
   size_t unknown = 0;
 };
-Cage0Split split_cage0(const Tb &tb,
-                       const std::vector<Frame> &engine_expected) {
+Cage0Split split_cage0(const Tb& tb, const std::vector<Frame>& engine_expected) {
   std::set<Frame> engine_set(engine_expected.begin(), engine_expected.end());
   Cage0Split s;
-  for (const Frame &f : tb.out0.frames) {
+  for (const Frame& f : tb.out0.frames) {
     const bool far = tb.is_far(f);
     if (far) {
       s.far.push_back(f);
@@ -574,33 +528,27 @@ Cage0Split split_cage0(const Tb &tb,
 
 // "" when `got` equals `want`, else where they first differ (frames are
 // bytes: Catch would print them as text).
-std::string frames_diff(const std::vector<Frame> &got,
-                        const std::vector<Frame> &want) {
-  if (got == want)
-    return "";
+std::string frames_diff(const std::vector<Frame>& got, const std::vector<Frame>& want) {
+  if (got == want) return "";
   std::ostringstream os;
   os << got.size() << " frames, expected " << want.size();
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
     if (got[i] != want[i]) {
-      os << "; frame " << i << " differs (" << got[i].size()
-         << " bytes, expected " << want[i].size() << ")";
+      os << "; frame " << i << " differs (" << got[i].size() << " bytes, expected " << want[i].size() << ")";
       break;
     }
   }
   return os.str();
 }
 
-void check_protocol(const Tb &tb) {
-  for (const std::string &v : tb.violations())
-    UNSCOPED_INFO(v);
+void check_protocol(const Tb& tb) {
+  for (const std::string& v : tb.violations()) UNSCOPED_INFO(v);
   CHECK(tb.violation_count() == 0);
 }
 
-} // namespace
+}  // namespace
 
-TEST_CASE(
-    "two-port kernel: PANAMA frames to the engine, the rest from cage to cage",
-    "[vitis][two_port]") {
+TEST_CASE("two-port kernel: PANAMA frames to the engine, the rest from cage to cage", "[vitis][two_port]") {
   const uint32_t seed = test_seed();
   INFO("PANAMA_TEST_SEED=" << seed);
   Tb tb(seed);
@@ -616,16 +564,14 @@ TEST_CASE(
   const Frame dns = contribution(0, 1, 53, 5.0f);
   const Frame v6 = other_frame(0x11, 150);
   const std::vector<Frame> expect_engine_out = model_out(*model, {c0, c1});
-  REQUIRE(expect_engine_out.size() == 1); // the aggregate
+  REQUIRE(expect_engine_out.size() == 1);  // the aggregate
   tb.send0(c0);
   tb.send0(dns);
   tb.send0(v6);
   tb.send0(c1);
-  const std::vector<Frame> far = {
-      other_frame(0x21, 60), other_frame(0x22, 64), other_frame(0x23, 65),
-      other_frame(0x24, 1500), contribution(1, 2, wire::kDefaultUdpPort, 7.0f)};
-  for (const Frame &f : far)
-    tb.send1(f);
+  const std::vector<Frame> far = {other_frame(0x21, 60), other_frame(0x22, 64), other_frame(0x23, 65),
+                                  other_frame(0x24, 1500), contribution(1, 2, wire::kDefaultUdpPort, 7.0f)};
+  for (const Frame& f : far) tb.send1(f);
   tb.run(ready);
 
   check_protocol(tb);
@@ -639,11 +585,10 @@ TEST_CASE(
   CHECK(frames_diff(s.engine, expect_engine_out) == "");
   CHECK(tb.out0.cur.empty());
   CHECK(tb.out1.cur.empty());
-  CHECK(frames_in(tb) == 2); // the engine saw the two contributions only
+  CHECK(frames_in(tb) == 2);  // the engine saw the two contributions only
 }
 
-TEST_CASE("two-port kernel: the classifier follows UDP_PORT and CONTROL.RESET",
-          "[vitis][two_port]") {
+TEST_CASE("two-port kernel: the classifier follows UDP_PORT and CONTROL.RESET", "[vitis][two_port]") {
   Tb tb(test_seed());
   auto model = make_engine_backend("model");
   configure(tb, *model);
@@ -651,8 +596,8 @@ TEST_CASE("two-port kernel: the classifier follows UDP_PORT and CONTROL.RESET",
   const Frame to9700 = contribution(0, 0, 9700, 1.0f);
 
   tb.write(regmap::kUdpPort, 9700);
-  tb.send0(to9600); // no longer PANAMA: to cage 1
-  tb.send0(to9700); // PANAMA now: to the engine (waits for its sibling)
+  tb.send0(to9600);  // no longer PANAMA: to cage 1
+  tb.send0(to9700);  // PANAMA now: to the engine (waits for its sibling)
   tb.run(100);
   CHECK(frames_diff(tb.out1.frames, {to9600}) == "");
   CHECK(tb.out0.frames.empty());
@@ -665,8 +610,7 @@ TEST_CASE("two-port kernel: the classifier follows UDP_PORT and CONTROL.RESET",
   tb.send0(to9600);
   tb.run(100);
   CHECK(frames_diff(tb.out1.frames, {to9600, to9700}) == "");
-  CHECK(frames_in(tb) ==
-        1); // counters were reset; the 9600 frame reached the engine
+  CHECK(frames_in(tb) == 1);  // counters were reset; the 9600 frame reached the engine
 
   // A frame too short to hold a UDP header, and an IPv4 frame with options,
   // are not PANAMA: to cage 1.
@@ -683,34 +627,27 @@ TEST_CASE("two-port kernel: the classifier follows UDP_PORT and CONTROL.RESET",
   check_protocol(tb);
 }
 
-TEST_CASE("two-port kernel: random back-pressure on each transmit side, gaps "
-          "on each receive side",
+TEST_CASE("two-port kernel: random back-pressure on each transmit side, gaps on each receive side",
           "[vitis][two_port]") {
   const int round = GENERATE(range(0, 4));
   const uint32_t seed = test_seed() + static_cast<uint32_t>(round) * 7919u;
-  INFO("PANAMA_TEST_SEED=" << test_seed() << " round " << round << " (seed "
-                           << seed << ")");
+  INFO("PANAMA_TEST_SEED=" << test_seed() << " round " << round << " (seed " << seed << ")");
   std::mt19937 rng(seed);
-  auto uni = [&](int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
-  };
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
 
   Tb tb(seed);
   auto model = make_engine_backend("model");
   configure(tb, *model);
-  tb.set_gaps(uni(0, 60), uni(0, 60), uni(0, 1) * uni(0, 100),
-              uni(0, 1) * uni(0, 100));
+  tb.set_gaps(uni(0, 60), uni(0, 60), uni(0, 1) * uni(0, 100), uni(0, 1) * uni(0, 100));
   tb.set_ready(uni(20, 100), uni(20, 100));
   for (int p = 0; p < 2; ++p) {
     tb.ready(p).stall_per_10k = 8;
     tb.ready(p).stall_min = 300;
     tb.ready(p).stall_max = 4000;
   }
-  INFO("tready m_axis " << tb.ready(0).pct << "%, m_axis_p1 " << tb.ready(1).pct
-                        << "%");
-  std::printf(
-      "two-port random round %d: seed %u, tready m_axis %d%%, m_axis_p1 %d%%\n",
-      round, seed, tb.ready(0).pct, tb.ready(1).pct);
+  INFO("tready m_axis " << tb.ready(0).pct << "%, m_axis_p1 " << tb.ready(1).pct << "%");
+  std::printf("two-port random round %d: seed %u, tready m_axis %d%%, m_axis_p1 %d%%\n", round, seed,
+              tb.ready(0).pct, tb.ready(1).pct);
 
   // Cage 0: contribution pairs (each completes a slot) among frames for
   // cage 1 (IPv6, UDP to another port, IPv4 with options, runts); cage 1:
@@ -720,12 +657,10 @@ TEST_CASE("two-port kernel: random back-pressure on each transmit side, gaps "
   auto cage1_frame = [&]() {
     const uint32_t k = id++;
     const int kind = uni(0, 3);
-    if (kind == 0)
-      return contribution(0, k, 53, static_cast<float>(k));
+    if (kind == 0) return contribution(0, k, 53, static_cast<float>(k));
     if (kind == 1) {
-      Frame f =
-          contribution(1, k, wire::kDefaultUdpPort, static_cast<float>(k));
-      f[14] = 0x46; // IPv4 options: not PANAMA
+      Frame f = contribution(1, k, wire::kDefaultUdpPort, static_cast<float>(k));
+      f[14] = 0x46;  // IPv4 options: not PANAMA
       return f;
     }
     return tagged_frame(k, static_cast<size_t>(uni(14, 1514)));
@@ -739,26 +674,21 @@ TEST_CASE("two-port kernel: random back-pressure on each transmit side, gaps "
         to_cage1.push_back(cage1_frame());
         cage0_order.push_back(to_cage1.back());
       }
-      to_engine.push_back(contribution(child, seq, wire::kDefaultUdpPort,
-                                       static_cast<float>(seq * 10 + child),
-                                       n));
+      to_engine.push_back(
+          contribution(child, seq, wire::kDefaultUdpPort, static_cast<float>(seq * 10 + child), n));
       cage0_order.push_back(to_engine.back());
     }
   }
   for (int i = 0; i < 200; ++i) {
     const uint32_t k = id++;
-    far.push_back(uni(0, 4) == 0
-                      ? contribution(static_cast<uint16_t>(i & 1), k,
-                                     wire::kDefaultUdpPort, 1.0f)
-                      : tagged_frame(k, static_cast<size_t>(uni(14, 1514))));
+    far.push_back(uni(0, 4) == 0 ? contribution(static_cast<uint16_t>(i & 1), k, wire::kDefaultUdpPort, 1.0f)
+                                 : tagged_frame(k, static_cast<size_t>(uni(14, 1514))));
   }
   const std::vector<Frame> expect_engine_out = model_out(*model, to_engine);
   REQUIRE(expect_engine_out.size() == static_cast<size_t>(pairs));
 
-  for (const Frame &f : cage0_order)
-    tb.send0(f);
-  for (const Frame &f : far)
-    tb.send1(f);
+  for (const Frame& f : cage0_order) tb.send0(f);
+  for (const Frame& f : far) tb.send1(f);
   tb.run();
 
   // (1) AXI4-Stream on both transmit sides, every clock.
@@ -778,29 +708,21 @@ TEST_CASE("two-port kernel: random back-pressure on each transmit side, gaps "
   // (4) While one transmit side was stalled, the other kept sending the
   // frames it had (cage 1's for cage 0; cage 0's for cage 1 already inside).
   int measured = 0;
-  for (const Stall &st : tb.stalls()) {
-    if (!st.done || !st.other_had_traffic)
-      continue;
+  for (const Stall& st : tb.stalls()) {
+    if (!st.done || !st.other_had_traffic) continue;
     ++measured;
-    INFO((st.port == 0 ? "m_axis" : "m_axis_p1")
-         << " stalled for clocks [" << st.start << ", " << st.end
-         << "): the other side sent " << st.other_beats << " beats");
+    INFO((st.port == 0 ? "m_axis" : "m_axis_p1") << " stalled for clocks [" << st.start << ", " << st.end
+                                                 << "): the other side sent " << st.other_beats << " beats");
     CHECK(st.other_beats > 0);
   }
-  std::printf("two-port random round %d: %zu long stalls, %d with traffic for "
-              "the other side; %llu clocks\n",
-              round, tb.stalls().size(), measured,
-              static_cast<unsigned long long>(tb.now()));
+  std::printf("two-port random round %d: %zu long stalls, %d with traffic for the other side; %llu clocks\n",
+              round, tb.stalls().size(), measured, static_cast<unsigned long long>(tb.now()));
 }
 
-TEST_CASE(
-    "two-port kernel: a stalled transmit side does not hold the other back",
-    "[vitis][two_port]") {
-  const int stalled =
-      GENERATE(0, 1); // 0: cage 0 TX (m_axis), 1: cage 1 TX (m_axis_p1)
+TEST_CASE("two-port kernel: a stalled transmit side does not hold the other back", "[vitis][two_port]") {
+  const int stalled = GENERATE(0, 1);  // 0: cage 0 TX (m_axis), 1: cage 1 TX (m_axis_p1)
   const uint32_t seed = test_seed();
-  INFO("PANAMA_TEST_SEED=" << seed << ", stalled "
-                           << (stalled == 0 ? "m_axis" : "m_axis_p1"));
+  INFO("PANAMA_TEST_SEED=" << seed << ", stalled " << (stalled == 0 ? "m_axis" : "m_axis_p1"));
   Tb tb(seed);
   auto model = make_engine_backend("model");
   configure(tb, *model);
@@ -815,8 +737,7 @@ TEST_CASE(
     for (uint16_t child = 0; child < 2; ++child) {
       to_cage1.push_back(tagged_frame(seq * 2 + child, 400));
       tb.send0(to_cage1.back());
-      to_engine.push_back(contribution(child, seq, wire::kDefaultUdpPort,
-                                       static_cast<float>(seq)));
+      to_engine.push_back(contribution(child, seq, wire::kDefaultUdpPort, static_cast<float>(seq)));
       tb.send0(to_engine.back());
     }
     far.push_back(tagged_frame(1000 + seq, 300));
@@ -831,14 +752,13 @@ TEST_CASE(
   const uint64_t free_beats = tb.beats(1 - stalled);
   const uint64_t stalled_beats = tb.beats(stalled);
   const Cage0Split during = split_cage0(tb, expect_engine_out);
-  std::printf("two-port: %s stalled %llu clocks: %s sent %llu beats meanwhile "
-              "(%zu frames of cage 1, %zu of the engine, "
-              "%zu of cage 0)\n",
-              stalled == 0 ? "m_axis (cage 0 TX)" : "m_axis_p1 (cage 1 TX)",
-              static_cast<unsigned long long>(clocks),
-              stalled == 0 ? "m_axis_p1" : "m_axis",
-              static_cast<unsigned long long>(free_beats), during.far.size(),
-              during.engine.size(), tb.out1.frames.size());
+  std::printf(
+      "two-port: %s stalled %llu clocks: %s sent %llu beats meanwhile (%zu frames of cage 1, %zu of the "
+      "engine, "
+      "%zu of cage 0)\n",
+      stalled == 0 ? "m_axis (cage 0 TX)" : "m_axis_p1 (cage 1 TX)", static_cast<unsigned long long>(clocks),
+      stalled == 0 ? "m_axis_p1" : "m_axis", static_cast<unsigned long long>(free_beats), during.far.size(),
+      during.engine.size(), tb.out1.frames.size());
   CHECK(stalled_beats == 0);
   CHECK(free_beats > 0);
   if (stalled == 1) {
@@ -861,8 +781,7 @@ TEST_CASE(
   CHECK(frames_diff(s.engine, expect_engine_out) == "");
 }
 
-TEST_CASE("two-port kernel: cage 0's transmit side alternates between the "
-          "engine and cage 1",
+TEST_CASE("two-port kernel: cage 0's transmit side alternates between the engine and cage 1",
           "[vitis][two_port]") {
   const uint32_t seed = test_seed();
   INFO("PANAMA_TEST_SEED=" << seed);
@@ -879,8 +798,7 @@ TEST_CASE("two-port kernel: cage 0's transmit side alternates between the "
   std::vector<Frame> to_engine, far;
   for (uint32_t seq = 0; seq < pairs; ++seq) {
     for (uint16_t child = 0; child < 2; ++child) {
-      to_engine.push_back(contribution(child, seq, wire::kDefaultUdpPort,
-                                       static_cast<float>(seq)));
+      to_engine.push_back(contribution(child, seq, wire::kDefaultUdpPort, static_cast<float>(seq)));
       tb.send0(to_engine.back());
     }
   }
@@ -906,13 +824,11 @@ TEST_CASE("two-port kernel: cage 0's transmit side alternates between the "
   // than one frame ahead of the other.
   int e = 0, f = 0, max_lead = 0;
   for (const bool is_far : s.is_far) {
-    if (e >= pairs || f >= far_frames)
-      break;
+    if (e >= pairs || f >= far_frames) break;
     (is_far ? f : e) += 1;
     max_lead = std::max(max_lead, std::abs(e - f));
   }
-  std::printf("two-port: both sources saturated: the engine and cage 1 at most "
-              "%d frame(s) apart\n",
+  std::printf("two-port: both sources saturated: the engine and cage 1 at most %d frame(s) apart\n",
               max_lead);
   CHECK(max_lead <= 1);
 }
