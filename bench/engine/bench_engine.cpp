@@ -45,10 +45,10 @@ struct Row {
 };
 
 // Counts what the engine sends so that nothing can be optimised away.
-struct CountingSink {
+struct CountingSink final : panama::EmitTarget {
   uint64_t frames = 0;
   uint64_t bytes = 0;
-  void operator()(const uint8_t*, uint32_t len) {
+  void emit(const uint8_t*, uint32_t len, panama::Ports) override {
     ++frames;
     bytes += len;
   }

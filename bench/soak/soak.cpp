@@ -282,13 +282,13 @@ class Fabric {
 
   void to_switch(int s, uint32_t port, Packet* k) {
     PSwitch& p = *switches_[s];
-    p.core->on_frame(port, k->bytes.data(), static_cast<uint32_t>(k->bytes.size()),
-                     [&](uint32_t out_port, const uint8_t* d, uint32_t n) {
-                       Port& o = p.ports[out_port];
-                       o.tx->send(
-                           new Packet{std::vector<uint8_t>(d, d + n)}, now_,
-                           [&](Packet* a) { schedule(o.peer, a); }, clone, release);
-                     });
+    PortEmitFn out([&](uint32_t out_port, const uint8_t* d, uint32_t n) {
+      Port& o = p.ports[out_port];
+      o.tx->send(
+          new Packet{std::vector<uint8_t>(d, d + n)}, now_, [&](Packet* a) { schedule(o.peer, a); }, clone,
+          release);
+    });
+    p.core->on_frame(port, k->bytes.data(), static_cast<uint32_t>(k->bytes.size()), out);
     delete k;
   }
 

@@ -100,9 +100,9 @@ struct Fabric {
       uint32_t in = 0;
       while (ports[in].name != d.from) ++in;
       const std::string self = d.to;
-      sw.core->on_frame(
-          in, d.bytes.data(), static_cast<uint32_t>(d.bytes.size()),
+      PortEmitFn out(
           [&](uint32_t p, const uint8_t* b, uint32_t n) { send(self, ports[p].name, Frame(b, b + n)); });
+      sw.core->on_frame(in, d.bytes.data(), static_cast<uint32_t>(d.bytes.size()), out);
     }
   }
 

@@ -146,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   static uint8_t frame[wire::kMaxFrameBytes + 100];
   std::vector<Emitted> sent;
-  auto sink = [&](const uint8_t* d, uint32_t n) { sent.push_back(Emitted{std::vector<uint8_t>(d, d + n)}); };
+  EmitFn sink([&](const uint8_t* d, uint32_t n) { sent.push_back(Emitted{std::vector<uint8_t>(d, d + n)}); });
 
   while (!in.done()) {
     const uint8_t ctl = in.u8();

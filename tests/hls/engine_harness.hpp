@@ -180,9 +180,9 @@ inline std::vector<uint8_t> expected_emission(const EntrySpec& s, const RefSlot&
 }
 
 // Collects every frame the engine sends.
-struct Sink {
+struct Sink final : EmitTarget {
   std::vector<std::vector<uint8_t>> frames;
-  void operator()(const uint8_t* d, uint32_t len) { frames.emplace_back(d, d + len); }
+  void emit(const uint8_t* d, uint32_t len, Ports) override { frames.emplace_back(d, d + len); }
 };
 
 template <class E>

@@ -400,15 +400,15 @@ TEST_CASE("frames in two pieces and emissions into the sink's buffer match whole
   REQUIRE(commit_entry(*whole, 0, s) == regmap::kStatusOk);
   REQUIRE(commit_entry(*parts, 0, s) == regmap::kStatusOk);
 
-  struct BufferSink {
+  struct BufferSink final : EmitTarget {
     std::vector<uint8_t> buf = std::vector<uint8_t>(wire::kMaxFrameBytes);
     std::vector<std::vector<uint8_t>> frames;
     uint32_t offered = 0, into_buffer = 0;
-    uint8_t* buffer(uint32_t len) {
+    uint8_t* buffer(uint32_t len) override {
       ++offered;
       return len <= buf.size() ? buf.data() : nullptr;
     }
-    void operator()(const uint8_t* d, uint32_t len) {
+    void emit(const uint8_t* d, uint32_t len, Ports) override {
       into_buffer += d == buf.data();
       frames.emplace_back(d, d + len);
       std::fill(buf.begin(), buf.end(), 0xEE);  // a stale buffer would show in the next frame

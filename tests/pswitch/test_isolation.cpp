@@ -39,10 +39,8 @@ struct Rig {
   }
   void rx(uint32_t port, const wire::Header& h, const std::vector<uint32_t>& payload) {
     const std::vector<uint8_t> f = make_frame(h, payload);
-    core->on_frame(port, f.data(), static_cast<uint32_t>(f.size()),
-                   [&](uint32_t p, const uint8_t* d, uint32_t n) {
-                     sent.push_back(Sent{p, {d, d + n}});
-                   });
+    PortEmitFn out([&](uint32_t p, const uint8_t* d, uint32_t n) { sent.push_back(Sent{p, {d, d + n}}); });
+    core->on_frame(port, f.data(), static_cast<uint32_t>(f.size()), out);
   }
   uint64_t binding_drops(uint32_t port) const { return core->port_counters(port).binding_drops; }
   // Entry counter `c` of (job, tree) through the register map.

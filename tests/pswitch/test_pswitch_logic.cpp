@@ -261,10 +261,8 @@ struct Rig {
     core = std::make_unique<SwitchCore<SmallEngine>>(cfg.settings, *eng);
   }
   void rx(uint32_t port, const std::vector<uint8_t>& f) {
-    core->on_frame(port, f.data(), static_cast<uint32_t>(f.size()),
-                   [&](uint32_t p, const uint8_t* d, uint32_t n) {
-                     sent.push_back(Sent{p, {d, d + n}});
-                   });
+    PortEmitFn out([&](uint32_t p, const uint8_t* d, uint32_t n) { sent.push_back(Sent{p, {d, d + n}}); });
+    core->on_frame(port, f.data(), static_cast<uint32_t>(f.size()), out);
   }
 };
 
@@ -368,19 +366,22 @@ TEST_CASE("ordinary traffic: known MACs are forwarded, unknown flooded, nothing 
   CHECK(rig.eng->global_counter(regmap::kGcPanamaIn) == 0);
 }
 
-// A sink with a staging buffer (as the software PSwitch's mbufs): which
-// frames arrived in it, and every frame's bytes.
-struct StagingOut {
+// A target with a buffer of its own (as the software PSwitch's mbufs): which
+// frames arrived in it, every frame's bytes per port, and the emissions.
+struct StagingOut final : EmitTarget {
   std::vector<uint8_t> staged = std::vector<uint8_t>(wire::kMaxFrameBytes, 0);
-  std::vector<Sent>* sent;
-  uint32_t stages = 0, from_stage = 0;
-  uint8_t* stage(uint32_t n) {
+  std::vector<Sent>* sent = nullptr;
+  uint32_t stages = 0, from_stage = 0, emits = 0;
+  uint8_t* buffer(uint32_t n) override {
     ++stages;
     return n <= staged.size() ? staged.data() : nullptr;
   }
-  void operator()(uint32_t p, const uint8_t* d, uint32_t n) {
-    from_stage += d == staged.data();
-    sent->push_back(Sent{p, {d, d + n}});
+  void emit(const uint8_t* d, uint32_t n, Ports to) override {
+    ++emits;
+    for (uint32_t p : to) {
+      from_stage += d == staged.data();
+      sent->push_back(Sent{p, {d, d + n}});
+    }
   }
 };
 
@@ -388,7 +389,7 @@ TEST_CASE("frames in two pieces: the engine adds them in place, others leave joi
   const auto d = small_deployment(controller::single_switch_cluster(4, 10.0), 4, 1);
   Rig whole(d.switches[0]);
   Rig parts(d.switches[0]);
-  StagingOut out{};
+  StagingOut out;
   out.sent = &parts.sent;
   auto rx_parts = [&](uint32_t port, const std::vector<uint8_t>& f) {
     std::vector<uint8_t> head(f.begin(), f.begin() + std::min<size_t>(f.size(), wire::kPayloadOffset));
@@ -424,6 +425,7 @@ TEST_CASE("frames in two pieces: the engine adds them in place, others leave joi
   }
   CHECK(out.stages == 3);          // one per emission
   CHECK(out.from_stage == 3 * 4);  // each result's four copies came from the staged buffer
+  CHECK(out.emits == 3 + 1);       // a result is one emission to its four ports; the forwarded frame one
   CHECK(parts.eng->global_counter(regmap::kGcAggregated) == whole.eng->global_counter(regmap::kGcAggregated));
 }
 

@@ -117,7 +117,7 @@ TEST_CASE("RTL: a MAC error flag does not leak into the next frame", "[rtl][mac]
   const auto fb = test::make_frame(test::contribution(3, 1, 1, 1, n, wire::kEcnEct0, 16), pb);
   // Back to back in one stream: bad, good, good.
   test::CollectSink sink;
-  const auto oc = rtl.run({fa, fa, fb}, [&](const uint8_t* d, uint32_t len) { sink(d, len); }, {1, 0, 0});
+  const auto oc = rtl.run({fa, fa, fb}, sink, {1, 0, 0});
   REQUIRE(oc.size() == 3);
   CHECK(oc[0].action == EngineAction::kDropped);
   CHECK(oc[1].action == EngineAction::kAggregated);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "panama/emit_target.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::test {
@@ -63,9 +64,9 @@ inline std::vector<uint32_t> payload_of(const std::vector<uint8_t>& frame) {
 }
 
 // Collects every frame an engine sends.
-struct CollectSink {
+struct CollectSink final : EmitTarget {
   std::vector<std::vector<uint8_t>> frames;
-  void operator()(const uint8_t* d, uint32_t len) { frames.emplace_back(d, d + len); }
+  void emit(const uint8_t* d, uint32_t len, Ports) override { frames.emplace_back(d, d + len); }
 };
 
 }  // namespace panama::test

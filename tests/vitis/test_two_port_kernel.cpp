@@ -497,7 +497,7 @@ Frame tagged_frame(uint32_t id, size_t len) {
 // The model's output for `frames` given to the engine in this order.
 std::vector<Frame> model_out(EngineBackend& model, const std::vector<Frame>& frames) {
   std::vector<Frame> out;
-  const EngineBackend::FrameSink collect = [&](const uint8_t* d, uint32_t n) { out.emplace_back(d, d + n); };
+  EmitFn collect([&](const uint8_t* d, uint32_t n) { out.emplace_back(d, d + n); });
   for (const Frame& f : frames) model.process_frame(f.data(), static_cast<uint32_t>(f.size()), collect);
   return out;
 }

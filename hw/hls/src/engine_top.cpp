@@ -2,20 +2,19 @@
 // (ap_ctrl_none) with a 512-bit AXI4-Stream input (tuser bit 0 = MAC error)
 // and output, and an AXI4-Lite control bundle carrying the register mailbox
 // (include/panama/engine_top.hpp). The body is the DATAFLOW region of
-// include/panama/kernel.hpp over the engine's default sizes; the state lives
-// in static variables whose reset value is their zero/default initialisation
-// (no constructor loop): the rules in registers and BRAM/LUTRAM, the slot
-// memory in URAM.
+// include/panama/kernel.hpp over the engine's sizes (engine_sizes.hpp, not
+// the host engine); the state lives in static variables whose reset value is
+// their zero/default initialisation (no constructor loop): the rules in
+// registers and BRAM/LUTRAM, the slot memory in URAM.
 #include "panama/engine_top.hpp"
 
-#include "panama/engine.hpp"
+#include "panama/engine_sizes.hpp"
 
 namespace {
 
-using Sizes = panama::DefaultEngine;
-constexpr uint32_t kEntries = Sizes::kTableEntries;
-constexpr uint32_t kSlots = Sizes::kPacketSlots;
-constexpr uint32_t kSlotWords = Sizes::kSlotWords;
+constexpr uint32_t kEntries = panama::kEngineTableEntries;
+constexpr uint32_t kSlots = panama::kEnginePacketSlots;
+constexpr uint32_t kSlotWords = panama::kEngineSlotWords;
 constexpr uint32_t kSlotMemWords = panama::kernel::slot_mem_words(kSlots, kSlotWords);
 
 }  // namespace

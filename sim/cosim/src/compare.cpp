@@ -38,7 +38,7 @@ CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& s
       sc, "model", *model, rtl, shaping, true,
       [&](const std::vector<Frame>& frames, const std::vector<uint8_t>& mac,
           std::vector<EngineOutcome>* outcomes, std::vector<Frame>* emitted) {
-        auto sink = [&](const uint8_t* d, uint32_t n) { emitted->emplace_back(d, d + n); };
+        EmitFn sink([&](const uint8_t* d, uint32_t n) { emitted->emplace_back(d, d + n); });
         for (size_t i = 0; i < frames.size(); ++i) {
           const Frame& f = frames[i];
           const bool bad = !mac.empty() && mac.at(i) != 0;

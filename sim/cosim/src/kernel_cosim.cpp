@@ -23,7 +23,7 @@ std::vector<EngineOutcome> run_kernel_segment(KernelModel& k, const std::vector<
                                               std::mt19937_64& rng, const KernelDriving& d,
                                               std::vector<Frame>* out) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  auto sink = [out](const uint8_t* p, uint32_t n) { out->emplace_back(p, p + n); };
+  EmitFn sink([out](const uint8_t* p, uint32_t n) { out->emplace_back(p, p + n); });
   std::vector<EngineOutcome> outcomes;
   size_t next = 0;
   while (next < frames.size()) {

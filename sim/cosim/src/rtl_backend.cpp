@@ -25,9 +25,8 @@ void RtlBackend::reg_write(uint32_t addr, uint32_t value) {
   }
 }
 
-EngineOutcome RtlBackend::process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
-                                        bool mac_error) {
-  return rtl_->process_frame_fn(frame, len, sink, mac_error);
+EngineOutcome RtlBackend::process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out, bool mac_error) {
+  return rtl_->process_frame(frame, len, out, mac_error);
 }
 
 }  // namespace panama::cosim

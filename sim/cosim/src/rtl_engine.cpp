@@ -149,7 +149,7 @@ struct RtlEngine::Impl {
     }
   }
 
-  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink,
+  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, EmitTarget& target,
                                  const std::vector<uint8_t>& mac_errors) {
     for (const auto& f : frames) {
       if (f.empty())
@@ -272,7 +272,7 @@ struct RtlEngine::Impl {
       if (out_last) {
         out_in_frame = false;
         ++stats.frames_out;
-        sink(out.data(), static_cast<uint32_t>(out.size()));
+        target.emit(out.data(), static_cast<uint32_t>(out.size()), Ports{});
       }
       if (in_hs || out_hs || decision) last_progress = cycle;
       if (frame == frames.size() && outcomes.size() == frames.size() && idle && !out_in_frame) break;
@@ -294,19 +294,18 @@ void RtlEngine::reg_write(uint32_t addr, uint32_t value) {
   impl_->reg_write(addr, value);
 }
 
-EngineOutcome RtlEngine::process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink,
-                                          bool mac_error) {
+EngineOutcome RtlEngine::process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out, bool mac_error) {
   if (len == 0) {
     // An empty frame cannot exist on AXI4-Stream; count it as the model would.
     throw std::invalid_argument("RtlEngine: a frame of 0 bytes cannot be sent on AXI4-Stream");
   }
   const std::vector<std::vector<uint8_t>> one{std::vector<uint8_t>(frame, frame + len)};
-  return impl_->run(one, sink, mac_error ? std::vector<uint8_t>{1} : std::vector<uint8_t>{}).at(0);
+  return impl_->run(one, out, mac_error ? std::vector<uint8_t>{1} : std::vector<uint8_t>{}).at(0);
 }
 
-std::vector<EngineOutcome> RtlEngine::run(const std::vector<std::vector<uint8_t>>& frames,
-                                          const FrameSink& sink, const std::vector<uint8_t>& mac_errors) {
-  return impl_->run(frames, sink, mac_errors);
+std::vector<EngineOutcome> RtlEngine::run(const std::vector<std::vector<uint8_t>>& frames, EmitTarget& out,
+                                          const std::vector<uint8_t>& mac_errors) {
+  return impl_->run(frames, out, mac_errors);
 }
 
 void RtlEngine::set_shaping(const StreamShaping& s) {

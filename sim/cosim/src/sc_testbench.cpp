@@ -190,7 +190,7 @@ SC_MODULE(EngineTestbench) {
     auto model = std::make_unique<RtlEngine::ModelEngine>();
     std::vector<Frame> mout;
     std::vector<EngineOutcome> moc;
-    auto sink = [&](const uint8_t* d, uint32_t n) { mout.emplace_back(d, d + n); };
+    EmitFn sink([&](const uint8_t* d, uint32_t n) { mout.emplace_back(d, d + n); });
     auto both_write = [&](const std::vector<RegWrite>& w) -> std::string {
       for (const auto& r : w) {
         model->reg_write(r.addr, r.value);

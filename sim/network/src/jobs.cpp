@@ -215,9 +215,9 @@ void Sim::on_panama(const NodeInfo& info, Ptr<const ns3::Packet> p, const Ipv4He
 
 void Sim::accelerator_done(uint32_t s, uint32_t in_port, const std::vector<uint8_t>& frame) {
   SwitchNode& sw = switches_[s];
-  sw.psw->core->on_frame(
-      in_port, frame.data(), static_cast<uint32_t>(frame.size()),
+  PortEmitFn out(
       [&](uint32_t port, const uint8_t* d, uint32_t n) { send_frame(sw.ipv4, sw.ports[port].dev, d, n); });
+  sw.psw->core->on_frame(in_port, frame.data(), static_cast<uint32_t>(frame.size()), out);
 }
 
 void HostFrameOut::end_frame(uint32_t len) {

@@ -93,11 +93,12 @@ RunStats run(const Options& opt, panama::config::NodeConfig& cfg, panama::Engine
       st.bytes_in += rec.caplen;
       if (rec.caplen < rec.wire_len) ++st.snap_truncated;
       // Outputs carry the timestamp of the input frame that caused them.
-      engine.process_frame(rec.data, rec.caplen, [&](const uint8_t* data, uint32_t len) {
+      EmitFn write([&](const uint8_t* data, uint32_t len) {
         writer.write(rec.ts, data, len);
         ++st.frames_out;
         st.bytes_out += len;
       });
+      engine.process_frame(rec.data, rec.caplen, write);
       progress.tick(st.frames_in);
     }
     writer.close();

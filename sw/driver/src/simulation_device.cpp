@@ -170,8 +170,8 @@ void SimulationDevice::replay() {
       ok = (ls >> hex) && from_hex(hex, frame) && at_end(ls);
       if (ok) {
         uint64_t sent = 0;
-        engine_->process_frame(frame.data(), static_cast<uint32_t>(frame.size()),
-                               [&sent](const uint8_t*, uint32_t) { ++sent; });
+        EmitFn count([&sent](const uint8_t*, uint32_t) { ++sent; });
+        engine_->process_frame(frame.data(), static_cast<uint32_t>(frame.size()), count);
         cmacs_[0].count_frames(1, sent);
       }
     } else if (tag == "x") {
@@ -338,7 +338,8 @@ std::vector<Frame> SimulationDevice::send_frame(const uint8_t* data, uint32_t le
     throw DriverError(ErrorKind::kInvalidArgument, spec() + " was opened read-only; cannot send frames");
   }
   std::vector<Frame> out;
-  engine_->process_frame(data, len, [&out](const uint8_t* d, uint32_t n) { out.emplace_back(d, d + n); });
+  EmitFn collect([&out](const uint8_t* d, uint32_t n) { out.emplace_back(d, d + n); });
+  engine_->process_frame(data, len, collect);
   cmacs_[0].count_frames(1, out.size());
   journal("f " + to_hex(data, len));
   return out;

@@ -63,7 +63,8 @@ struct SoftwarePswitch::Impl {
   uint64_t staged_emissions = 0;  // engine emissions written straight into the mbuf that was sent
   uint64_t multicast_turn = 0;    // which port's pool lends the next shared mbuf
   uint64_t stage_turn = 0;        // which port's pool lends the next staged mbuf
-  // The mbuf the engine writes its next emission into (SwitchCore's stage()).
+  // The mbuf the engine writes its next emission into (the buffer() of the
+  // emit target SwitchCore sends to).
   rte_mbuf* staged = nullptr;
   uint8_t* staged_data = nullptr;
 
@@ -123,13 +124,13 @@ struct SoftwarePswitch::Impl {
   // receiver reads it and frees its reference; net_ring passes the pointer,
   // memif copies it); a queue that marks CE writes into the frame, so it
   // gets a copy of its own.
-  void multicast(const std::vector<uint32_t>& out_ports, const uint8_t* d, uint32_t n, uint64_t now) {
+  void multicast(Ports out_ports, const uint8_t* d, uint32_t n, uint64_t now) {
     rte_mbuf* shared = nullptr;
     // The shared mbuf comes from the pool of the first port that takes it:
     // start at a rotating port so that every port's pool lends in turn.
-    const size_t first = multicast_turn++ % std::max<size_t>(1, out_ports.size());
-    for (size_t k = 0; k < out_ports.size(); ++k) {
-      const uint32_t port = out_ports[(first + k) % out_ports.size()];
+    const size_t first = multicast_turn++ % std::max<size_t>(1, out_ports.count);
+    for (size_t k = 0; k < out_ports.count; ++k) {
+      const uint32_t port = out_ports.list[(first + k) % out_ports.count];
       Port& p = ports[port];
       if (p.queue->marks_now()) {  // a copy of its own, never the staged mbuf others share
         enqueue(port, d, n, now, false);
@@ -153,15 +154,20 @@ struct SoftwarePswitch::Impl {
     if (shared) --shared_copies;
   }
 
-  // The sink SwitchCore emits into.
-  struct Emit {
+  // The target SwitchCore emits into: one port's queue, or several sharing
+  // one mbuf; the engine's emissions are written into a staged mbuf.
+  struct Emit final : EmitTarget {
     Impl* s;
     uint64_t now;
-    void operator()(uint32_t out, const uint8_t* d, uint32_t n) const { s->enqueue(out, d, n, now); }
-    void multicast(const std::vector<uint32_t>& out_ports, const uint8_t* d, uint32_t n) const {
-      s->multicast(out_ports, d, n, now);
+    Emit(Impl* impl, uint64_t t) : s(impl), now(t) {}
+    uint8_t* buffer(uint32_t n) override { return s->stage(n); }
+    void emit(const uint8_t* d, uint32_t n, Ports to) override {
+      if (to.count == 1) {
+        s->enqueue(to.list[0], d, n, now);
+      } else {
+        s->multicast(to, d, n, now);
+      }
     }
-    uint8_t* stage(uint32_t n) const { return s->stage(n); }
   };
 
   // A received frame as the engine reads it: header and payload in place
@@ -225,8 +231,8 @@ struct SoftwarePswitch::Impl {
         payload = rte_pktmbuf_mtod(f.m->next, const uint8_t*);
         ++split_frames;
       }
-      core->on_frame_parts(f.port, rte_pktmbuf_mtod(f.m, const uint8_t*), payload, f.m->pkt_len,
-                           Emit{this, now});
+      Emit out(this, now);
+      core->on_frame_parts(f.port, rte_pktmbuf_mtod(f.m, const uint8_t*), payload, f.m->pkt_len, out);
       runtime::DpdkPort::free(f.m);  // a worker's attached payload is released here
     });
     for (Port& p : ports) {

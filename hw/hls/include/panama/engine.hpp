@@ -34,16 +34,18 @@
 #include <stdint.h>
 
 #include <type_traits>
-#include <utility>
 
+#include "panama/emit_target.hpp"
 #include "panama/engine_rules.hpp"
+#include "panama/engine_sizes.hpp"
 #include "panama/fp32_add.hpp"
 #include "panama/regmap.hpp"
 #include "panama/wire.hpp"
 
 namespace panama {
 
-template <uint32_t NumEntries = 64, uint32_t NumSlots = 512, uint32_t SlotWords = 144>
+template <uint32_t NumEntries = kEngineTableEntries, uint32_t NumSlots = kEnginePacketSlots,
+          uint32_t SlotWords = kEngineSlotWords>
 class Engine {
  public:
   static constexpr uint32_t kTableEntries = NumEntries;
@@ -66,29 +68,31 @@ class Engine {
   // ------------------------------------------------------------ datapath
 
   // Processes one frame of `len` bytes. Frames the engine sends (the frame
-  // itself when passed through, or an emitted aggregate) are handed to
-  // `sink(const uint8_t* data, uint32_t len)`; the pointer is valid during
-  // the call only. `mac_error` is the MAC's verdict on the frame (bad FCS or
+  // itself when passed through, or an emitted aggregate) go to `out`, an
+  // EmitTarget (emit_target.hpp), with no ports; the pointer is valid during
+  // the call only. An aggregate is written into out.buffer(len) when the
+  // target offers one, so a host that sends from buffers of its own (mbufs)
+  // needs no copy. `mac_error` is the MAC's verdict on the frame (bad FCS or
   // PHY error, the input stream's tuser bit): such a frame is dropped whole
   // and counted before anything reads it, also with the engine disabled, so
   // a corrupt frame is never summed nor forwarded with a fresh FCS.
   //
-  // A sink may also offer `uint8_t* buffer(uint32_t len)`: space for a frame
-  // of `len` bytes (or null). The engine then writes an emitted aggregate
-  // there, headers and payload, and hands that same pointer to sink(), so a
-  // host that sends from buffers of its own (mbufs) needs no copy.
-  template <class Sink>
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
-    return process_frame_parts(frame, nullptr, len, sink, mac_error);
+  // The target is called through its own type: a `final` target class (a
+  // counter, a collector) is called directly, an EmitTarget& through its
+  // virtual functions.
+  template <class Target>
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Target& out, bool mac_error = false) {
+    return process_frame_parts(frame, nullptr, len, out, mac_error);
   }
 
   // The same for a frame held in two pieces: `head` holds its first
   // min(len, kPayloadOffset) bytes (the headers), `payload` the rest (the
   // elements), as a host sending from the user's memory chains them. Null
   // `payload`: the frame is contiguous at `head`.
-  template <class Sink>
-  EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len, Sink& sink,
+  template <class Target>
+  EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len, Target& out,
                                     bool mac_error = false) {
+    static_assert(std::is_base_of<EmitTarget, Target>::value, "frames go to an EmitTarget (emit_target.hpp)");
     const bool split = payload != nullptr && len > wire::kPayloadOffset;
     if (!split) payload = len > wire::kPayloadOffset ? head + wire::kPayloadOffset : nullptr;
     wire::Header h{};
@@ -104,9 +108,9 @@ class Engine {
       case SlotOp::kPass:
         if (split) {  // passed on whole: one piece
           wire::join_frame(out_, head, payload, len);
-          sink(static_cast<const uint8_t*>(out_), len);
+          out.emit(out_, len, Ports{});
         } else {
-          sink(head, len);
+          out.emit(head, len, Ports{});
         }
         break;
       // The rules only load or add frames that hold elem_count elements; the
@@ -122,7 +126,7 @@ class Engine {
         }
         break;
     }
-    if (d.emit) emit(d.out, data_[d.slot][d.bank], sink);
+    if (d.emit) emit(d.out, data_[d.slot][d.bank], out);
     return d.outcome;
   }
 
@@ -133,33 +137,14 @@ class Engine {
   uint16_t udp_port() const { return rules_.udp_port(); }
 
  private:
-  // Whether a sink offers buffer(len). C++14: Vitis HLS compiles this header.
-  template <class...>
-  struct Voider {
-    using type = void;
-  };
-  template <class Sink, class = void>
-  struct HasBuffer : std::false_type {};
-  template <class Sink>
-  struct HasBuffer<Sink, typename Voider<decltype(std::declval<Sink&>().buffer(uint32_t{}))>::type>
-      : std::true_type {};
-  template <class Sink>
-  static uint8_t* sink_buffer(Sink& sink, uint32_t len, std::true_type) {
-    return sink.buffer(len);
-  }
-  template <class Sink>
-  static uint8_t* sink_buffer(Sink&, uint32_t, std::false_type) {
-    return nullptr;
-  }
-
-  template <class Sink>
-  void emit(const wire::Header& h, const uint32_t* d, Sink& sink) {
+  template <class Target>
+  void emit(const wire::Header& h, const uint32_t* d, Target& out) {
     const uint32_t len = wire::frame_length(h.elem_count);
-    uint8_t* b = sink_buffer(sink, len, HasBuffer<Sink>{});
+    uint8_t* b = out.buffer(len);
     uint8_t* o = b ? b : out_;
     wire::write_headers(o, h);
     fp32_store_run(o + wire::kPayloadOffset, d, h.elem_count);
-    sink(static_cast<const uint8_t*>(o), len);
+    out.emit(o, len, Ports{});
   }
 
   Rules rules_;
@@ -171,7 +156,8 @@ class Engine {
   uint8_t out_[wire::kMaxFrameBytes];
 };
 
-// The configuration the Vitis kernel, the software PSwitch and the tools use.
+// The configuration the cards are built in (engine_sizes.hpp), which the
+// software PSwitch and the tools use.
 using DefaultEngine = Engine<>;
 
 }  // namespace panama

@@ -7,7 +7,8 @@
 // DATAFLOW region the top calls. Frames go in as 512-bit beats (tkeep
 // contiguous from lane 0, tuser bit 0 = mac_error on every beat) and come
 // out as beats, which are checked for well-formed framing and reassembled
-// for the sink (a zero-length frame is one beat with tkeep 0, both ways).
+// for the emit target (a zero-length frame is one beat with tkeep 0, both
+// ways).
 // Register accesses go through the mailbox: ctrl_seq is
 // changed and one invocation without a frame serves the access.
 //
@@ -21,11 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "panama/emit_target.hpp"
+#include "panama/engine_sizes.hpp"
 #include "panama/kernel.hpp"
 
 namespace panama {
 
-template <uint32_t NumEntries = 64, uint32_t NumSlots = 512, uint32_t SlotWords = 144>
+template <uint32_t NumEntries = kEngineTableEntries, uint32_t NumSlots = kEnginePacketSlots,
+          uint32_t SlotWords = kEngineSlotWords>
 class KernelCsim {
  public:
   static constexpr uint32_t kTableEntries = NumEntries;
@@ -42,13 +46,13 @@ class KernelCsim {
   void reg_write(uint32_t addr, uint32_t value) { access(kernel::kCtrlOpWrite, addr, value); }
 
   // Sends one frame through one invocation of the kernel; what the kernel
-  // emits goes to `sink(const uint8_t*, uint32_t)`.
-  template <class Sink>
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
+  // emits goes to `out` (its frames leave by the output stream: never into
+  // out.buffer()).
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out, bool mac_error = false) {
     push_frame(frame, len, mac_error);
     invoke();
     if (!in_.empty()) throw std::logic_error("kernel C simulation: input beats left after an invocation");
-    drain(sink);
+    drain(out);
     return outcome_;
   }
 
@@ -80,11 +84,10 @@ class KernelCsim {
                                                  mailbox_, slot_mem_.get(), outcome_);
   }
 
-  // Reassembles the output beats into frames for `sink`. Throws on framing
+  // Reassembles the output beats into frames for `out`. Throws on framing
   // the kernel must never produce (tkeep not contiguous, a partial beat
   // before tlast, bytes outside tkeep not zero, a frame without tlast).
-  template <class Sink>
-  void drain(Sink& sink) {
+  void drain(EmitTarget& out) {
     std::vector<uint8_t> cur;
     while (!out_.empty()) {
       const hlsc::AxisWord w = out_.read();
@@ -101,7 +104,7 @@ class KernelCsim {
       }
       cur.insert(cur.end(), w.data, w.data + n);
       if (w.last) {
-        sink(static_cast<const uint8_t*>(cur.data()), static_cast<uint32_t>(cur.size()));
+        out.emit(cur.data(), static_cast<uint32_t>(cur.size()), Ports{});
         cur.clear();
       }
     }

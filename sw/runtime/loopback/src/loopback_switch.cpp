@@ -25,10 +25,11 @@ struct LoopbackSwitch::Impl {
   std::thread thread;
   std::vector<uint8_t> scratch = std::vector<uint8_t>(wire::kMaxFrameBytes);
 
-  // Engine sink: replicate every emitted result to all ports.
-  struct Replicate {
+  // Where the engine emits: every result replicated to all ports.
+  struct Replicate final : EmitTarget {
     Impl* self;
-    void operator()(const uint8_t* d, uint32_t len) {
+    explicit Replicate(Impl* impl) : self(impl) {}
+    void emit(const uint8_t* d, uint32_t len, Ports) override {
       if (len < wire::kPayloadOffset ||
           d[wire::kPanamaType] != static_cast<uint8_t>(wire::PacketType::kResultDown)) {
         return;  // a root engine emits results only; passed-through frames go nowhere
@@ -46,7 +47,7 @@ struct LoopbackSwitch::Impl {
   void run() {
     std::mt19937_64 rng(config.seed);
     std::uniform_real_distribution<double> u(0, 1);
-    Replicate sink{this};
+    Replicate sink(this);
     while (!stop.load(std::memory_order_relaxed)) {
       bool any = false;
       for (auto& p : ports) {

@@ -160,9 +160,8 @@ CompareResult compare_segments(const Scenario& sc, const char* ref_name, Ref& re
     } catch (const std::exception& e) {
       return fail(std::string(ref_name) + ": " + e.what());
     }
-    const std::vector<EngineOutcome> rtl_out = rtl.run(
-        frames, [&](const uint8_t* d, uint32_t n) { rtl_frames.emplace_back(d, d + n); },
-        rtl_mac_errors ? mac : kNoMacErrors);
+    EmitFn rtl_sink([&](const uint8_t* d, uint32_t n) { rtl_frames.emplace_back(d, d + n); });
+    const std::vector<EngineOutcome> rtl_out = rtl.run(frames, rtl_sink, rtl_mac_errors ? mac : kNoMacErrors);
     if (auto d = diff_outcomes(ref_name, frames, base, ref_out, rtl_out); !d.empty()) return fail(d);
     if (auto d = diff_emitted(ref_name, s, ref_frames, rtl_frames); !d.empty()) return fail(d);
     res.emitted += ref_frames.size();

@@ -17,7 +17,7 @@ class RtlBackend final : public EngineBackend {
   std::string description() const override;
   uint32_t reg_read(uint32_t addr) override;
   void reg_write(uint32_t addr, uint32_t value) override;
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out,
                               bool mac_error = false) override;
   uint16_t udp_port() const override { return udp_port_; }
 

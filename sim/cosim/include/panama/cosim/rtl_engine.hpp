@@ -5,20 +5,21 @@
 //
 // reg_read / reg_write are real AXI4-Lite transactions; process_frame sends
 // one frame through the 512-bit AXI4-Stream input, clocks the design until it
-// is idle again and hands every emitted frame to the sink. run() streams many
-// frames back to back, the way a link delivers them, optionally with random
-// tvalid gaps and tready back-pressure, and records cycle statistics.
+// is idle again and hands every emitted frame to the emit target
+// (panama/emit_target.hpp). run() streams many frames back to back, the way a
+// link delivers them, optionally with random tvalid gaps and tready
+// back-pressure, and records cycle statistics.
 //
 // The engine is built in one configuration (kTableEntries, kPacketSlots,
 // kSlotWords); ModelEngine is the HLS model with the same parameters.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "panama/emit_target.hpp"
 #include "panama/engine.hpp"
 
 namespace panama::cosim {
@@ -52,8 +53,6 @@ struct CycleStats {
   }
 };
 
-using FrameSink = std::function<void(const uint8_t* data, uint32_t len)>;
-
 class RtlEngine {
  public:
   static constexpr uint32_t kTableEntries = PANAMA_RTL_NUM_ENTRIES;
@@ -75,20 +74,15 @@ class RtlEngine {
 
   // The same contract as Engine::process_frame; the outcome comes from the
   // engine's decision status port. `mac_error` drives s_axis_tuser[0] on one
-  // beat of the frame (the MAC's bad-FCS flag).
-  template <class Sink>
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, Sink& sink, bool mac_error = false) {
-    return process_frame_fn(frame, len, FrameSink([&sink](const uint8_t* d, uint32_t n) { sink(d, n); }),
-                            mac_error);
-  }
-  EngineOutcome process_frame_fn(const uint8_t* frame, uint32_t len, const FrameSink& sink,
-                                 bool mac_error = false);
+  // beat of the frame (the MAC's bad-FCS flag). Emitted frames come off the
+  // output stream: `out.buffer()` is never asked.
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out, bool mac_error = false);
 
   // Streams `frames` back to back (shaped by set_shaping), waits until the
   // engine is idle, and returns one outcome per frame in order. `mac_errors`
   // is empty (no MAC errors) or holds one flag per frame; a flagged frame
   // carries s_axis_tuser[0] on one beat chosen by the shaping generator.
-  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, const FrameSink& sink,
+  std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, EmitTarget& out,
                                  const std::vector<uint8_t>& mac_errors = {});
 
   void set_shaping(const StreamShaping& s);

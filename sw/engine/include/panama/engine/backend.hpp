@@ -10,10 +10,10 @@
 //          Verilator was found at build time.
 //
 // Contract: process_frame hands every frame the engine sends because of the
-// given input frame to `sink`, in order, before it returns (a backend with
-// latency runs its simulation until the engine is idle again), and returns
-// what the engine did with the frame. Register offsets are those of
-// panama/regmap.hpp.
+// given input frame to the emit target `out` (panama/emit_target.hpp), in
+// order, before it returns (a backend with latency runs its simulation until
+// the engine is idle again), and returns what the engine did with the frame.
+// Register offsets are those of panama/regmap.hpp.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "panama/emit_target.hpp"
 #include "panama/engine.hpp"
 #include "panama/regmap.hpp"
 
@@ -29,8 +30,6 @@ namespace panama {
 
 class EngineBackend {
  public:
-  using FrameSink = std::function<void(const uint8_t* data, uint32_t len)>;
-
   virtual ~EngineBackend() = default;
   // Short name ("model", "rtl") and a description with the configuration.
   virtual std::string name() const = 0;
@@ -40,26 +39,21 @@ class EngineBackend {
   virtual void reg_write(uint32_t addr, uint32_t value) = 0;
 
   // `mac_error`: the MAC marked the frame bad (the stream's tuser bit).
-  virtual EngineOutcome process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
+  // A backend that builds its emissions on the host (the model) writes them
+  // into out.buffer() when the target offers one, so the caller sends them
+  // without a copy; others (the RTL's output stream) hand their own memory.
+  virtual EngineOutcome process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out,
                                       bool mac_error = false) = 0;
 
-  // Where an emitted frame may be written: space for `len` bytes, or null.
-  using FrameBuffer = std::function<uint8_t*(uint32_t len)>;
-
   // A frame in two pieces (`head`: its first min(len, 64) bytes, `payload`:
-  // the rest; Engine::process_frame_parts), and optionally `buffer`: a
-  // backend that builds its emissions on the host writes them there and
-  // hands that pointer to `sink` (the caller then sends it without a copy);
-  // others hand their own. This default joins the pieces and ignores
-  // `buffer`, for backends that take frames whole (the RTL's stream).
+  // the rest; Engine::process_frame_parts). This default joins the pieces,
+  // for backends that take frames whole (the RTL's stream).
   virtual EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len,
-                                            const FrameSink& sink, const FrameBuffer* buffer,
-                                            bool mac_error = false) {
-    (void)buffer;
-    if (!payload || len <= wire::kPayloadOffset) return process_frame(head, len, sink, mac_error);
+                                            EmitTarget& out, bool mac_error = false) {
+    if (!payload || len <= wire::kPayloadOffset) return process_frame(head, len, out, mac_error);
     joined_.resize(len);
     wire::join_frame(joined_.data(), head, payload, len);
-    return process_frame(joined_.data(), len, sink, mac_error);
+    return process_frame(joined_.data(), len, out, mac_error);
   }
 
   // The UDP destination port that marks PANAMA frames (UDP_PORT), without a
@@ -92,22 +86,13 @@ class ModelBackend final : public EngineBackend {
   }
   uint32_t reg_read(uint32_t addr) override { return engine_->reg_read(addr); }
   void reg_write(uint32_t addr, uint32_t value) override { engine_->reg_write(addr, value); }
-  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, const FrameSink& sink,
+  EngineOutcome process_frame(const uint8_t* frame, uint32_t len, EmitTarget& out,
                               bool mac_error = false) override {
-    return engine_->process_frame(frame, len, sink, mac_error);
+    return engine_->process_frame(frame, len, out, mac_error);
   }
   EngineOutcome process_frame_parts(const uint8_t* head, const uint8_t* payload, uint32_t len,
-                                    const FrameSink& sink, const FrameBuffer* buffer,
-                                    bool mac_error = false) override {
-    if (!buffer || !*buffer) return engine_->process_frame_parts(head, payload, len, sink, mac_error);
-    struct Into {
-      const FrameSink& s;
-      const FrameBuffer& b;
-      void operator()(const uint8_t* d, uint32_t n) const { s(d, n); }
-      uint8_t* buffer(uint32_t n) const { return b(n); }
-    };
-    Into into{sink, *buffer};
-    return engine_->process_frame_parts(head, payload, len, into, mac_error);
+                                    EmitTarget& out, bool mac_error = false) override {
+    return engine_->process_frame_parts(head, payload, len, out, mac_error);
   }
   uint16_t udp_port() const override { return engine_->udp_port(); }
 

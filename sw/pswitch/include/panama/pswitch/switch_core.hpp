@@ -16,9 +16,15 @@
 //  - everything else (incl. PANAMA frames of trees not served here) ->
 //    forwarded by destination MAC from the static table, or flooded.
 //
-// No I/O here: frames to send are handed to `out(port, data, len)`, which
-// copies them (the data pointer is only valid during the call). The
-// aggregation itself is the engine's (hw/hls), called as it is.
+// No I/O here: frames to send go to an emit target (panama/emit_target.hpp)
+// with the ports they leave by: one port, or a tree's child ports at once for
+// a replicated result (a target that holds frames in buffers can share one
+// buffer between them). The target copies what it keeps (the data pointer is
+// only valid during the call). The aggregation itself is the engine's
+// (hw/hls), called as it is, with the target's buffer(): the engine writes an
+// emission straight into the target's own buffer (an mbuf), which the emit()
+// that follows then carries. The engine is an Engine<> or an EngineBackend:
+// both take an EmitTarget.
 //
 // A received frame may come in two pieces (on_frame_parts: its 64 header
 // bytes and, elsewhere, its payload, as a worker sending from its own memory
@@ -28,45 +34,14 @@
 
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
-#include "panama/engine.hpp"
+#include "panama/emit_target.hpp"
+#include "panama/engine_rules.hpp"
 #include "panama/pswitch/settings.hpp"
 #include "panama/wire.hpp"
 
 namespace panama::pswitch {
-
-// An output sink `out(port, bytes, len)` may also offer
-// `out.multicast(ports, bytes, len)`: one frame to several ports at once, so
-// that a sink holding frames in buffers can share one buffer between them
-// (the software PSwitch does, with reference-counted mbufs). Without it, a
-// replicated frame is handed to `out` once per port.
-template <class Out, class = void>
-struct HasMulticast : std::false_type {};
-template <class Out>
-struct HasMulticast<Out, std::void_t<decltype(std::declval<Out&>().multicast(
-                             std::declval<const std::vector<uint32_t>&>(), std::declval<const uint8_t*>(),
-                             std::declval<uint32_t>()))>> : std::true_type {};
-
-// An output sink may also offer `uint8_t* out.stage(uint32_t len)`: a buffer
-// of its own (an mbuf) for the frame the engine is about to emit, or null.
-// The engine then writes its emission there, and the `out`/`multicast` call
-// that follows carries that pointer: the sink sends the staged buffer itself
-// instead of copying (a staged buffer left unsent is the sink's to reuse).
-template <class Out, class = void>
-struct HasStage : std::false_type {};
-template <class Out>
-struct HasStage<Out, std::void_t<decltype(std::declval<Out&>().stage(std::declval<uint32_t>()))>>
-    : std::true_type {};
-
-// An engine behind the run-time interface (EngineBackend: std::function
-// sinks) rather than an Engine<> called with any sink.
-template <class E, class = void>
-struct IsEngineBackend : std::false_type {};
-template <class E>
-struct IsEngineBackend<E, std::void_t<typename E::FrameBuffer>> : std::true_type {};
 
 struct PortSwitchCounters {
   uint64_t rx_frames = 0;
@@ -112,16 +87,14 @@ class SwitchCore {
     }
   }
 
-  template <class Out>
-  void on_frame(uint32_t in_port, const uint8_t* frame, uint32_t len, Out&& out) {
+  void on_frame(uint32_t in_port, const uint8_t* frame, uint32_t len, EmitTarget& out) {
     on_frame_parts(in_port, frame, nullptr, len, out);
   }
 
   // A frame whose first min(len, 64) bytes are at `head` and the rest at
   // `payload` (null: contiguous at `head`).
-  template <class Out>
   void on_frame_parts(uint32_t in_port, const uint8_t* head, const uint8_t* payload, uint32_t len,
-                      Out&& out) {
+                      EmitTarget& out) {
     PortSwitchCounters& pc = ports_[in_port];
     ++pc.rx_frames;
     pc.rx_bytes += len;
@@ -200,48 +173,37 @@ class SwitchCore {
   }
 
   // What the engine emits for a contribution, straight on to its port(s),
-  // written into the sink's staged buffer when it offers one.
-  template <class Out>
-  struct EngineSink {
-    SwitchCore* core;
-    Out* out;
-    void operator()(const uint8_t* d, uint32_t n) const { core->from_engine(d, n, *out, -1); }
-    uint8_t* buffer(uint32_t n) const {
-      if constexpr (HasStage<Out>::value) {
-        return out->stage(n);
-      } else {
-        (void)n;
-        return nullptr;
-      }
-    }
+  // written into the output's own buffer when it offers one.
+  class EngineOut final : public EmitTarget {
+   public:
+    EngineOut(SwitchCore& core, EmitTarget& out) : core_(core), out_(out) {}
+    uint8_t* buffer(uint32_t n) override { return out_.buffer(n); }
+    void emit(const uint8_t* d, uint32_t n, Ports) override { core_.from_engine(d, n, out_, -1); }
+
+   private:
+    SwitchCore& core_;
+    EmitTarget& out_;
   };
 
-  // The engine call, for an Engine<> (any sink) or an EngineBackend
-  // (std::function sinks). `Staged`: the sink offers buffer().
-  template <bool Staged, class Sink>
-  EngineOutcome run_engine(const uint8_t* head, const uint8_t* payload, uint32_t len, Sink& sink) {
-    if constexpr (IsEngineBackend<Engine>::value) {
-      const typename Engine::FrameSink fs = [&sink](const uint8_t* d, uint32_t n) { sink(d, n); };
-      if constexpr (Staged) {
-        const typename Engine::FrameBuffer fb = [&sink](uint32_t n) { return sink.buffer(n); };
-        return engine_.process_frame_parts(head, payload, len, fs, &fb);
-      } else {
-        return engine_.process_frame_parts(head, payload, len, fs, nullptr);
-      }
-    } else {
-      return engine_.process_frame_parts(head, payload, len, sink);
-    }
-  }
+  // An emission held back while its cause is decided (in held_).
+  class Hold final : public EmitTarget {
+   public:
+    explicit Hold(std::vector<uint8_t>& held) : held_(held) {}
+    void emit(const uint8_t* d, uint32_t n, Ports) override { held_.assign(d, d + n); }
 
-  template <class Out>
-  void to_engine(uint32_t in_port, const uint8_t* head, const uint8_t* payload, uint32_t len, Out& out) {
+   private:
+    std::vector<uint8_t>& held_;
+  };
+
+  void to_engine(uint32_t in_port, const uint8_t* head, const uint8_t* payload, uint32_t len,
+                 EmitTarget& out) {
     ++ports_[in_port].to_engine;
     const bool retransmission =
         len > wire::kPanamaType &&
         head[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kRetransmission);
     if (!retransmission) {
-      EngineSink<Out> sink{this, &out};
-      if (run_engine<HasStage<Out>::value>(head, payload, len, sink).action == EngineAction::kDropped)
+      EngineOut to_ports(*this, out);
+      if (engine_.process_frame_parts(head, payload, len, to_ports).action == EngineAction::kDropped)
         ++ctr_.engine_drops;
       return;
     }
@@ -249,8 +211,8 @@ class SwitchCore {
     // child that asked is missing it, so it goes back out of the ingress port
     // instead of to every child. Hold the emission until the outcome says which.
     held_.clear();
-    auto hold = [&](const uint8_t* d, uint32_t n) { held_.assign(d, d + n); };
-    const EngineOutcome o = run_engine<false>(head, payload, len, hold);
+    Hold hold(held_);
+    const EngineOutcome o = engine_.process_frame_parts(head, payload, len, hold);
     if (o.action == EngineAction::kDropped) ++ctr_.engine_drops;
     if (held_.empty()) return;
     from_engine(held_.data(), static_cast<uint32_t>(held_.size()), out,
@@ -259,8 +221,7 @@ class SwitchCore {
 
   // An emitted aggregate: up to the parent, or (a result) down to the children.
   // `only_port` >= 0: a re-emitted result, sent to that child port only.
-  template <class Out>
-  void from_engine(const uint8_t* d, uint32_t n, Out& out, int only_port) {
+  void from_engine(const uint8_t* d, uint32_t n, EmitTarget& out, int only_port) {
     const uint16_t job = wire::load_be16(d + wire::kPanamaJobId);
     const uint8_t tree = d[wire::kPanamaTreeId];
     const int t = tree_index(job, tree);
@@ -272,7 +233,7 @@ class SwitchCore {
     if (d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
       if (only_port >= 0) {
         ++trees_[t].results_resent;
-        out(static_cast<uint32_t>(only_port), d, n);
+        send(out, static_cast<uint32_t>(only_port), d, n);
         return;
       }
       ++trees_[t].results_emitted;
@@ -285,22 +246,22 @@ class SwitchCore {
       return;
     }
     ++trees_[t].aggregates_up;
-    out(static_cast<uint32_t>(tp.parent), d, n);
+    send(out, static_cast<uint32_t>(tp.parent), d, n);
   }
 
-  template <class Out>
-  void replicate(int t, const uint8_t* d, uint32_t n, Out& out) {
+  static void send(EmitTarget& out, uint32_t port, const uint8_t* d, uint32_t n) {
+    out.emit(d, n, Ports{&port, 1});
+  }
+
+  // A result to every child port of tree index `t`: one multicast emission.
+  void replicate(int t, const uint8_t* d, uint32_t n, EmitTarget& out) {
     const std::vector<uint32_t>& children = s_.trees[t].children;
     trees_[t].result_copies += children.size();
-    if constexpr (HasMulticast<std::remove_reference_t<Out>>::value) {
-      out.multicast(children, d, n);
-    } else {
-      for (uint32_t p : children) out(p, d, n);
-    }
+    if (children.empty()) return;
+    out.emit(d, n, Ports{children.data(), static_cast<uint32_t>(children.size())});
   }
 
-  template <class Out>
-  void forward_l2(uint32_t in_port, const uint8_t* frame, uint32_t len, Out& out) {
+  void forward_l2(uint32_t in_port, const uint8_t* frame, uint32_t len, EmitTarget& out) {
     if (len >= 6 && (frame[0] & 1) == 0) {  // unicast: look it up
       for (const MacRoute& r : s_.mac_table) {
         if (std::memcmp(r.mac.data(), frame, 6) == 0) {
@@ -308,7 +269,7 @@ class SwitchCore {
             ++ctr_.hairpin_drops;
           } else {
             ++ports_[r.port].forwarded;
-            out(r.port, frame, len);
+            send(out, r.port, frame, len);
           }
           return;
         }
@@ -325,7 +286,7 @@ class SwitchCore {
         uplink_used = true;
       }
       ++ports_[p].flooded;
-      out(p, frame, len);
+      send(out, p, frame, len);
     }
   }
 
