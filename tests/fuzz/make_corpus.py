@@ -102,7 +102,8 @@ def engine_seeds():
 
 
 # ---------------------------------------------------------- allreduce core
-# byte 0: plan choice; records: 0 frame, 1 time+poll, 2 start, 3 answer, 4 release.
+# byte 0: plan choice; records: 0 frame, 1 time (the fabric runs), 2 start, 3 answer,
+# 4 release, 5 loss.
 def core_seeds():
     # two trees, 4 elements per packet (b0 = 1 | 3 << 1), cap 4
     s = bytes([0x17])
@@ -125,6 +126,10 @@ def core_seeds():
                        (panama_frame(7, 10, 0, 0, [1.0]), 1), (panama_frame(7, 99, 0, 0, [1.0]), 3)]:
         s += bytes([0, ctl]) + struct.pack("!H", len(frame)) + frame
     write("allreduce_core", "frames", s)
+    # both workers start 11 floats and the fabric runs: results from the
+    # engine; then the next four frames are lost and retransmissions recover
+    s = bytes([0x17, 2, 10, 1, 1, 1, 1, 5, 0x0F, 2, 3, 1, 10, 1, 10, 1, 10, 4])
+    write("allreduce_core", "fabric", s)
 
 
 # ------------------------------------------------------------ node config

@@ -91,6 +91,11 @@ class FaultInjector {
 
   const FaultCounters& counters() const { return ctr_; }
 
+  // The frame held back for reordering, if any, and when flush() lets it go.
+  bool holding() const { return held_valid_; }
+  Handle held() const { return held_; }
+  uint64_t release_at_ns() const { return held_since_ns_ + cfg_.hold_ns; }
+
  private:
   template <class Out, class Clone>
   void send_copy(Handle h, Out& out, Clone& clone) {
