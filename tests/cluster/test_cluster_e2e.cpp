@@ -17,6 +17,8 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -335,31 +337,24 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("no slot"));
 
-  // Options that do not apply to the chosen mode are refused, never ignored.
-  r = cluster("--nodes processes --zero-copy-send false --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("--zero-copy-send") && Contains("--nodes processes"));
-  r = cluster("--ring-channels 3 --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("--ring-channels") && Contains("--baseline ring"));
-  r = cluster("--baseline ring --trees 3 --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("--trees") && Contains("--baseline ring"));
-  r = cluster("--failover-after 4 --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("--backup-trees"));
-  r = cluster("--faults loss=0.9 --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("probability"));
-  r = cluster("--poll lazy --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("busy, balanced, handoff"));
-  r = cluster("--fail-switch nowhere --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("no PSwitch named 'nowhere'"));
-  r = cluster("--topology dual-homed:3x1 --size 4");
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.output, Contains("even number of leaves"));
+  // Options that do not apply to the chosen mode are refused, never ignored;
+  // so are bad values. Each case: the arguments and what the message names.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> refused = {
+      {"--nodes processes --zero-copy-send false --size 4", {"--zero-copy-send", "--nodes processes"}},
+      {"--ring-channels 3 --size 4", {"--ring-channels", "--baseline ring"}},
+      {"--baseline ring --trees 3 --size 4", {"--trees", "--baseline ring"}},
+      {"--failover-after 4 --size 4", {"--backup-trees"}},
+      {"--faults loss=0.9 --size 4", {"probability"}},
+      {"--poll lazy --size 4", {"busy, balanced, handoff"}},
+      {"--fail-switch nowhere --size 4", {"no PSwitch named 'nowhere'"}},
+      {"--topology dual-homed:3x1 --size 4", {"even number of leaves"}},
+  };
+  for (const auto& [args, names] : refused) {
+    INFO(args);
+    r = cluster(args);
+    CHECK(r.exit_code == 2);
+    for (const std::string& n : names) CHECK_THAT(r.output, Contains(n));
+  }
 
   const std::string dir = (std::filesystem::temp_directory_path() / "panama-e2e-bad").string();
   std::filesystem::create_directories(dir);
