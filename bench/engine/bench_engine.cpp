@@ -1,9 +1,12 @@
 // panama-bench-engine: throughput of the engine model (panama::DefaultEngine,
 // the HLS C++ golden model that the software PSwitch and the tools run) in
-// packets/s and ns/packet, for several payload sizes and numbers of active
-// jobs. Every job has one root entry with fan-in 4; the workers' frames are
-// interleaved across jobs and workers in a shuffled order within a window of
-// sequences, as they arrive at a switch. Not a test: it prints figures.
+// packets/s and ns/packet, for several payload sizes, element types (fp32,
+// bf16, fp16) and numbers of active jobs. Every job has one root entry with
+// fan-in 4; the workers' frames are interleaved across jobs and workers in a
+// shuffled order within a window of sequences, as they arrive at a switch.
+// The element types of one (size, jobs) pair are measured in alternating
+// repetitions, and the 16-bit types' payload throughput is printed as a ratio
+// to fp32's at the same payload size. Not a test: it prints figures.
 #include <fmt/format.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "panama/engine.hpp"
@@ -31,6 +35,7 @@ struct Options {
   double duration = 1.0;
   uint32_t reps = 3;
   std::vector<uint32_t> sizes = {256, 1024, 4096};
+  std::vector<std::string> types = {"fp32", "bf16", "fp16"};
   std::vector<uint32_t> jobs = {1, 8};
   uint32_t window = 16;
   uint64_t seed = 1;
@@ -38,6 +43,7 @@ struct Options {
 
 struct Row {
   uint32_t payload_bytes;
+  std::string type;
   uint32_t jobs;
   uint32_t frame_bytes;
   std::vector<double> ns_per_packet;  // CPU time, one per repetition
@@ -85,11 +91,17 @@ struct Trace {
   uint32_t window;
 };
 
-Trace make_trace(uint32_t payload_bytes, uint32_t jobs, uint32_t window, std::mt19937_64& rng) {
+uint8_t type_code(const std::string& name) {
+  return name == "bf16" ? 2 : name == "fp16" ? 3 : 1;
+}
+
+Trace make_trace(uint32_t payload_bytes, uint8_t elem_type, uint32_t jobs, uint32_t window,
+                 std::mt19937_64& rng) {
   Trace t;
   t.window = window;
-  const uint16_t elems = static_cast<uint16_t>(payload_bytes / wire::kElemBytes);
+  const uint16_t elems = static_cast<uint16_t>(payload_bytes / wire::elem_bytes(elem_type));
   std::vector<uint32_t> payload(elems);
+  std::vector<uint16_t> payload16(elems);
   for (uint32_t j = 0; j < jobs; ++j) {
     for (uint32_t s = 0; s < window; ++s) {
       for (uint32_t c = 0; c < kFanIn; ++c) {
@@ -106,15 +118,25 @@ Trace make_trace(uint32_t payload_bytes, uint32_t jobs, uint32_t window, std::mt
         h.version = wire::kVersion;
         h.type = static_cast<uint8_t>(wire::PacketType::kAggregateUp);
         h.job_id = static_cast<uint16_t>(j + 1);
-        h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
+        h.elem_type = elem_type;
         h.child_id = static_cast<uint16_t>(c);
         h.cwnd_cap = 0xFFFF;
         h.elem_count = elems;
         // Normal values of moderate magnitude, so the adder takes its common path.
-        for (uint32_t& v : payload)
-          v = (static_cast<uint32_t>(rng() & 1) << 31) | ((120 + rng() % 8) << 23) | (rng() & 0x7FFFFF);
-        std::vector<uint8_t> f(wire::frame_length(elems));
-        wire::build_frame(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+        std::vector<uint8_t> f(wire::frame_length(elems, elem_type));
+        if (elem_type == 1) {
+          for (uint32_t& v : payload)
+            v = (static_cast<uint32_t>(rng() & 1) << 31) | ((120 + rng() % 8) << 23) | (rng() & 0x7FFFFF);
+          wire::build_frame(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+        } else if (elem_type == 2) {  // bf16 of the same magnitudes
+          for (uint16_t& v : payload16)
+            v = static_cast<uint16_t>(((rng() & 1) << 15) | ((120 + rng() % 8) << 7) | (rng() & 0x7F));
+          wire::build_frame16(f.data(), static_cast<uint32_t>(f.size()), h, payload16.data());
+        } else {  // fp16 normals around 2^-7..2^0
+          for (uint16_t& v : payload16)
+            v = static_cast<uint16_t>(((rng() & 1) << 15) | ((8 + rng() % 8) << 10) | (rng() & 0x3FF));
+          wire::build_frame16(f.data(), static_cast<uint32_t>(f.size()), h, payload16.data());
+        }
         t.frames.push_back(std::move(f));
         t.seq_in_window.push_back(s);
       }
@@ -195,8 +217,14 @@ int main(int argc, char** argv) {
   app.add_option("--reps", opt.reps, "repetitions per row (the median is reported)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  app.add_option("--sizes", opt.sizes, "payload sizes in bytes (multiples of 4, at most 9152)")
+  app.add_option("--sizes", opt.sizes,
+                 "payload sizes in bytes (multiples of 4, at most 9152; 16-bit types at most 4608, twice "
+                 "the slot's 2304 elements)")
       ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--types", opt.types, "element types: fp32, bf16, fp16")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   app.add_option("--jobs", opt.jobs, "numbers of active jobs (1..64)")->delimiter(',')->capture_default_str();
   app.add_option("--window", opt.window, "sequences per job in flight (frames are shuffled within it)")
@@ -239,36 +267,68 @@ int main(int argc, char** argv) {
              opt.duration, opt.reps);
   fmt::print(
       "(median; range = min..max over repetitions; wall/cpu > 1 means the thread waited for a CPU)\n\n");
-  fmt::print("{:>8} {:>5} {:>8} {:>12} {:>10} {:>19} {:>10} {:>10} {:>9}\n", "payload", "jobs", "frame B",
-             "packets/s", "ns/packet", "range ns/packet", "Gbit/s in", "Gbit/s out", "wall/cpu");
+  fmt::print("16-bit conversions: {}\n", panama::elem16_runs_use_hardware()
+                                             ? "vector path (AVX2 + F16C)"
+                                             : "integer path (no AVX2/F16C, or MXCSR not at its defaults)");
+  fmt::print("{:>8} {:>5} {:>5} {:>8} {:>12} {:>10} {:>19} {:>10} {:>10} {:>9} {:>10}\n", "payload", "type",
+             "jobs", "frame B", "packets/s", "ns/packet", "range ns/packet", "Gbit/s in", "Gbit/s out",
+             "wall/cpu", "vs fp32");
 
   std::mt19937_64 rng(opt.seed);
   try {
     for (uint32_t size : opt.sizes) {
       for (uint32_t jobs : opt.jobs) {
-        auto eng = std::make_unique<DefaultEngine>();
-        panama::EngineRegisters<DefaultEngine> regs(*eng);
-        panama::config::apply_node_config(regs, bench_config(jobs));
-        Trace trace = make_trace(size, jobs, opt.window, rng);
-        uint32_t round = 0;
-        measure(*eng, trace, round, std::min(0.1, opt.duration));  // warm caches and the branch predictor
-        Row row{size, jobs, wire::frame_length(size / 4), {}, {}};
-        for (uint32_t r = 0; r < opt.reps; ++r) {
-          const Sample smp = measure(*eng, trace, round, opt.duration);
-          row.ns_per_packet.push_back(smp.cpu_ns_per_packet);
-          row.wall_ns_per_packet.push_back(smp.wall_ns_per_packet);
+        // One engine and trace per type, measured in alternating repetitions.
+        std::vector<std::unique_ptr<DefaultEngine>> engines;
+        std::vector<Trace> traces;
+        std::vector<Row> rows;
+        std::vector<uint32_t> rounds;
+        for (const std::string& type : opt.types) {
+          const uint8_t t = type_code(type);
+          if (size / wire::elem_bytes(t) > DefaultEngine::kSlotCapacity) {
+            fmt::print("{:>6} B {:>5} {:>5}  (skipped: {} elements exceed a slot's {})\n", size, type, jobs,
+                       size / wire::elem_bytes(t), DefaultEngine::kSlotCapacity);
+            continue;
+          }
+          engines.push_back(std::make_unique<DefaultEngine>());
+          panama::EngineRegisters<DefaultEngine> regs(*engines.back());
+          panama::config::apply_node_config(regs, bench_config(jobs));
+          traces.push_back(make_trace(size, t, jobs, opt.window, rng));
+          rows.push_back(Row{size, type, jobs, wire::frame_length(size / wire::elem_bytes(t), t), {}, {}});
+          rounds.push_back(0);
+          // Warm caches and the branch predictor.
+          measure(*engines.back(), traces.back(), rounds.back(), std::min(0.1, opt.duration));
         }
-        const double ns = median(row.ns_per_packet);
-        const auto [lo, hi] = std::minmax_element(row.ns_per_packet.begin(), row.ns_per_packet.end());
-        const double pps = 1e9 / ns;
-        // Input: every contribution frame; output: one aggregate per fan-in frames.
-        const double gbit_in = pps * row.frame_bytes * 8 / 1e9;
-        fmt::print("{:>6} B {:>5} {:>8} {:>12.0f} {:>10.1f} {:>19} {:>10.2f} {:>10.2f} {:>9.2f}\n", size,
-                   jobs, row.frame_bytes, pps, ns, fmt::format("{:.1f}..{:.1f}", *lo, *hi), gbit_in,
-                   gbit_in / kFanIn, median(row.wall_ns_per_packet) / ns);
+        for (uint32_t r = 0; r < opt.reps; ++r) {
+          for (size_t k = 0; k < rows.size(); ++k) {
+            const Sample smp = measure(*engines[k], traces[k], rounds[k], opt.duration);
+            rows[k].ns_per_packet.push_back(smp.cpu_ns_per_packet);
+            rows[k].wall_ns_per_packet.push_back(smp.wall_ns_per_packet);
+          }
+        }
+        double fp32_ns = 0;
+        for (const Row& row : rows) {
+          if (row.type == "fp32") fp32_ns = median(row.ns_per_packet);
+        }
+        for (const Row& row : rows) {
+          const double ns = median(row.ns_per_packet);
+          const auto [lo, hi] = std::minmax_element(row.ns_per_packet.begin(), row.ns_per_packet.end());
+          const double pps = 1e9 / ns;
+          // Input: every contribution frame; output: one aggregate per fan-in frames.
+          const double gbit_in = pps * row.frame_bytes * 8 / 1e9;
+          // Payload bytes per CPU second relative to fp32 at the same payload size.
+          const std::string vs = fp32_ns > 0 ? fmt::format("{:.2f}", fp32_ns / ns) : "-";
+          fmt::print(
+              "{:>6} B {:>5} {:>5} {:>8} {:>12.0f} {:>10.1f} {:>19} {:>10.2f} {:>10.2f} {:>9.2f} {:>10}\n",
+              size, row.type, jobs, row.frame_bytes, pps, ns, fmt::format("{:.1f}..{:.1f}", *lo, *hi),
+              gbit_in, gbit_in / kFanIn, median(row.wall_ns_per_packet) / ns, vs);
+        }
         std::fflush(stdout);
       }
     }
+    fmt::print(
+        "\nvs fp32: payload bytes per CPU second of the type / those of fp32 at the same payload size "
+        "(a 16-bit frame of S bytes carries twice the elements of an fp32 frame of S bytes)\n");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "panama-bench-engine: error: %s\n", e.what());
     return 1;

@@ -9,7 +9,7 @@ namespace regmap {
 
 constexpr uint32_t kIdValue = 0x504E4D41;
 constexpr uint32_t kVersionMajor = 1;
-constexpr uint32_t kVersionMinor = 1;
+constexpr uint32_t kVersionMinor = 2;
 constexpr uint32_t kAddressBits = 14;
 
 // Registers (byte offsets).
@@ -20,6 +20,7 @@ constexpr uint32_t kNumSlots = 0x00C;  // ro
 constexpr uint32_t kSlotElems = 0x010;  // ro
 constexpr uint32_t kControl = 0x014;  // rw
 constexpr uint32_t kUdpPort = 0x018;  // rw
+constexpr uint32_t kElemTypes = 0x01C;  // ro
 constexpr uint32_t kEntryIndex = 0x040;  // rw
 constexpr uint32_t kEntryCmd = 0x044;  // wo
 constexpr uint32_t kEntryStatus = 0x048;  // ro
@@ -45,7 +46,7 @@ struct RegisterInfo {
   uint32_t offset;
   const char* name;
 };
-constexpr uint32_t kNumRegisters = 26;
+constexpr uint32_t kNumRegisters = 27;
 constexpr RegisterInfo kRegisters[kNumRegisters] = {
     {0x000, "ID"},
     {0x004, "VERSION"},
@@ -54,6 +55,7 @@ constexpr RegisterInfo kRegisters[kNumRegisters] = {
     {0x010, "SLOT_ELEMS"},
     {0x014, "CONTROL"},
     {0x018, "UDP_PORT"},
+    {0x01C, "ELEM_TYPES"},
     {0x040, "ENTRY_INDEX"},
     {0x044, "ENTRY_CMD"},
     {0x048, "ENTRY_STATUS"},
@@ -170,10 +172,11 @@ enum GlobalCounter : uint32_t {
   kGcDropSeqWindow = 20,
   kGcDropCountMismatch = 21,
   kGcDropMacError = 22,
-  kNumGlobalCounters = 23
+  kGcDropTypeMismatch = 23,
+  kNumGlobalCounters = 24
 };
 constexpr const char* kGlobalCounterNames[kNumGlobalCounters] = {
-    "frames_in", "passthrough", "results_passed", "panama_in", "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_oversize", "drop_truncated", "drop_bad_ip_header", "drop_bad_version", "drop_bad_type", "drop_bad_elem_type", "drop_bad_elem_count", "drop_bad_length", "drop_unknown_entry", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch", "drop_mac_error"};
+    "frames_in", "passthrough", "results_passed", "panama_in", "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_oversize", "drop_truncated", "drop_bad_ip_header", "drop_bad_version", "drop_bad_type", "drop_bad_elem_type", "drop_bad_elem_count", "drop_bad_length", "drop_unknown_entry", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch", "drop_mac_error", "drop_type_mismatch"};
 constexpr uint32_t kEntryCounterBase = 0x1000;
 constexpr uint32_t kEntryCounterStride = 0x80;
 enum EntryCounter : uint32_t {
@@ -186,10 +189,11 @@ enum EntryCounter : uint32_t {
   kEcDropChildNotAllowed = 6,
   kEcDropSeqWindow = 7,
   kEcDropCountMismatch = 8,
-  kNumEntryCounters = 9
+  kEcDropTypeMismatch = 9,
+  kNumEntryCounters = 10
 };
 constexpr const char* kEntryCounterNames[kNumEntryCounters] = {
-    "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch"};
+    "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch", "drop_type_mismatch"};
 
 // Register-mailbox operations of the HLS kernel (ctrl_op).
 constexpr uint32_t kMailboxOpRead = 1;  // Read the register at ctrl_addr into ctrl_rdata.

@@ -10,10 +10,13 @@
 //   14  IPv4           20 bytes, no options (IHL = 5), protocol 17
 //   34  UDP            8 bytes, destination port = the PANAMA port
 //   42  PANAMA header  16 bytes of fields + 6 bytes of padding
-//   64  payload        elem_count little-endian IEEE-754 binary32 values
+//   64  payload        elem_count little-endian values of the frame's
+//                      elem_type: binary32 (4 bytes), bfloat16 or binary16
+//                      (2 bytes)
 //
 // The padding puts the payload at byte 64, the start of the second 512-bit
-// beat, so element i sits in beat 1 + i/16, lane i%16 of a 512-bit datapath.
+// beat, so an fp32 element i sits in beat 1 + i/16, lane i%16 of a 512-bit
+// datapath, and a 16-bit element i in beat 1 + i/32, 16-bit lane i%32.
 //
 // This header is plain C++14 without heap, exceptions or standard containers,
 // so the HLS kernel can include it.
@@ -39,8 +42,23 @@ enum class PacketType : uint8_t {
 };
 
 enum class ElemType : uint8_t {
-  kFloat32 = 1,  // IEEE-754 binary32, little-endian
+  kFloat32 = 1,   // IEEE-754 binary32, little-endian
+  kBfloat16 = 2,  // bfloat16 (the high half of a binary32), little-endian
+  kFloat16 = 3,   // IEEE-754 binary16, little-endian
 };
+
+// Element types as a bit mask (bit t for ElemType t): what an engine sums,
+// as its ELEM_TYPES register reports.
+constexpr uint32_t kElemTypeMaskFloat32 = 1u << 1;
+constexpr uint32_t kElemTypeMaskAll = (1u << 1) | (1u << 2) | (1u << 3);
+
+// Bytes per element of a type, 0 for a value that is not a type.
+constexpr uint32_t elem_bytes(uint8_t elem_type) {
+  return elem_type == 1 ? 4u : (elem_type == 2 || elem_type == 3) ? 2u : 0u;
+}
+constexpr bool elem_type_in(uint8_t elem_type, uint32_t mask) {
+  return elem_type >= 1 && elem_type <= 3 && ((mask >> elem_type) & 1u) != 0;
+}
 
 // IPv4 ECN codepoints (RFC 3168), the low two bits of the TOS byte.
 constexpr uint8_t kEcnNotEct = 0;
@@ -100,8 +118,11 @@ constexpr uint32_t kLanes = kBeatBytes / kElemBytes;  // 16 fp32 per beat
 // interfaces): 9000-byte-MTU jumbo frames fit. Longer frames of any kind are
 // dropped and counted (DROP_OVERSIZE). The most elements a frame can carry.
 constexpr uint32_t kMaxFrameBytes = 9216;
-constexpr uint32_t kMaxElemsPerFrame = (kMaxFrameBytes - kPayloadOffset) / 4;  // 2288
-constexpr uint32_t kMinPanamaFrameBytes = kPayloadOffset + kElemBytes;         // 68
+constexpr uint32_t kMaxElemsPerFrame = (kMaxFrameBytes - kPayloadOffset) / 4;  // 2288 fp32
+constexpr uint32_t max_elems_per_frame(uint8_t elem_type) {
+  return elem_bytes(elem_type) == 0 ? 0u : (kMaxFrameBytes - kPayloadOffset) / elem_bytes(elem_type);
+}
+constexpr uint32_t kMinPanamaFrameBytes = kPayloadOffset + kElemBytes;  // 68
 
 constexpr uint32_t ip_total_length(uint32_t elem_count) {
   return kIpHeaderBytes + kUdpHeaderBytes + kPanamaHeaderBytes + kElemBytes * elem_count;
@@ -111,6 +132,16 @@ constexpr uint32_t udp_length(uint32_t elem_count) {
 }
 constexpr uint32_t frame_length(uint32_t elem_count) {
   return kPayloadOffset + kElemBytes * elem_count;
+}
+// The same for elements of `elem_type` (elem_bytes(elem_type) each).
+constexpr uint32_t ip_total_length(uint32_t elem_count, uint8_t elem_type) {
+  return kIpHeaderBytes + kUdpHeaderBytes + kPanamaHeaderBytes + elem_bytes(elem_type) * elem_count;
+}
+constexpr uint32_t udp_length(uint32_t elem_count, uint8_t elem_type) {
+  return kUdpHeaderBytes + kPanamaHeaderBytes + elem_bytes(elem_type) * elem_count;
+}
+constexpr uint32_t frame_length(uint32_t elem_count, uint8_t elem_type) {
+  return kPayloadOffset + elem_bytes(elem_type) * elem_count;
 }
 
 static_assert(kPayloadOffset == kBeatBytes, "payload must start on the second beat");
@@ -195,7 +226,7 @@ enum class FrameClass : uint8_t {
   kBadIpHeader,    // wrong IPv4 header checksum, or a fragment
   kBadVersion,     // PANAMA version is not kVersion
   kBadType,        // packet type is none of PacketType
-  kBadElemType,    // element type is not kFloat32
+  kBadElemType,    // element type is none of ElemType, or one the engine does not sum
   kBadElemCount,   // zero elements (the engine adds: more than a slot holds)
   kBadLength,      // IPv4 / UDP lengths disagree with elem_count, or the frame
                    // is longer than elem_count needs
@@ -208,8 +239,11 @@ constexpr bool is_malformed(FrameClass c) {
 // Classifies `frame` (`len` bytes) and, for PANAMA frames, decodes the header
 // into `h`. A frame is PANAMA when it is Ethernet II / IPv4 without options,
 // not a non-first fragment, protocol UDP, destination port `udp_port`.
-// Never reads past `len`.
-inline FrameClass classify_frame(const uint8_t* frame, uint32_t len, uint16_t udp_port, Header& h) {
+// `elem_types` is the mask of element types the engine sums (bit t for
+// ElemType t): a contribution of any other type is kBadElemType. Never reads
+// past `len`.
+inline FrameClass classify_frame(const uint8_t* frame, uint32_t len, uint16_t udp_port, Header& h,
+                                 uint32_t elem_types = kElemTypeMaskAll) {
   if (len < kUdpDstPort + 2) return FrameClass::kNotPanama;
   if (load_be16(frame + kEthType) != kEtherTypeIpv4) return FrameClass::kNotPanama;
   if (frame[kIpVerIhl] != 0x45) return FrameClass::kNotPanama;
@@ -252,16 +286,16 @@ inline FrameClass classify_frame(const uint8_t* frame, uint32_t len, uint16_t ud
     return FrameClass::kBadType;
   }
   if (h.type == static_cast<uint8_t>(PacketType::kResultDown)) return FrameClass::kResultDown;
-  if (h.elem_type != static_cast<uint8_t>(ElemType::kFloat32)) return FrameClass::kBadElemType;
+  if (!elem_type_in(h.elem_type, elem_types)) return FrameClass::kBadElemType;
   if (h.elem_count == 0) return FrameClass::kBadElemCount;
-  if (load_be16(frame + kIpTotalLen) != ip_total_length(h.elem_count) ||
-      load_be16(frame + kUdpLength) != udp_length(h.elem_count)) {
+  if (load_be16(frame + kIpTotalLen) != ip_total_length(h.elem_count, h.elem_type) ||
+      load_be16(frame + kUdpLength) != udp_length(h.elem_count, h.elem_type)) {
     return FrameClass::kBadLength;
   }
-  if (len < frame_length(h.elem_count)) return FrameClass::kTruncated;
+  if (len < frame_length(h.elem_count, h.elem_type)) return FrameClass::kTruncated;
   // Bytes after the payload: the frame is not what its header says (a
-  // PANAMA frame is at least 68 bytes, so Ethernet never pads one).
-  if (len > frame_length(h.elem_count)) return FrameClass::kBadLength;
+  // PANAMA frame is at least 66 bytes, so Ethernet never pads one).
+  if (len > frame_length(h.elem_count, h.elem_type)) return FrameClass::kBadLength;
   return FrameClass::kOk;
 }
 
@@ -274,10 +308,14 @@ inline void join_frame(uint8_t* dst, const uint8_t* head, const uint8_t* payload
 }
 
 // Writes the 64 header bytes of a PANAMA frame carrying `h.elem_count`
-// elements: lengths and the IPv4 header checksum are computed, the UDP
-// checksum is 0 (not used), DF is set, padding is zero. The payload
-// (4 * elem_count bytes at kPayloadOffset) is the caller's to fill.
+// elements of `h.elem_type`: lengths and the IPv4 header checksum are
+// computed, the UDP checksum is 0 (not used), DF is set, padding is zero. The
+// payload (elem_bytes(h.elem_type) * elem_count bytes at kPayloadOffset) is
+// the caller's to fill. A header whose elem_type is no type gets the lengths
+// of fp32 elements (malformed frames for tests).
 inline void write_headers(uint8_t* frame, const Header& h) {
+  const uint8_t len_type =
+      elem_bytes(h.elem_type) != 0 ? h.elem_type : static_cast<uint8_t>(ElemType::kFloat32);
   for (uint32_t i = 0; i < 6; ++i) {
     frame[kEthDst + i] = h.eth_dst[i];
     frame[kEthSrc + i] = h.eth_src[i];
@@ -285,7 +323,7 @@ inline void write_headers(uint8_t* frame, const Header& h) {
   store_be16(frame + kEthType, kEtherTypeIpv4);
   frame[kIpVerIhl] = 0x45;
   frame[kIpTos] = static_cast<uint8_t>((h.dscp << 2) | (h.ecn & 3));
-  store_be16(frame + kIpTotalLen, static_cast<uint16_t>(ip_total_length(h.elem_count)));
+  store_be16(frame + kIpTotalLen, static_cast<uint16_t>(ip_total_length(h.elem_count, len_type)));
   store_be16(frame + kIpId, h.ip_id);
   store_be16(frame + kIpFlagsFrag, 0x4000);  // DF
   frame[kIpTtl] = h.ttl;
@@ -296,7 +334,7 @@ inline void write_headers(uint8_t* frame, const Header& h) {
   store_be16(frame + kIpChecksum, ipv4_header_checksum(frame + kIpOffset));
   store_be16(frame + kUdpSrcPort, h.udp_src);
   store_be16(frame + kUdpDstPort, h.udp_dst);
-  store_be16(frame + kUdpLength, static_cast<uint16_t>(udp_length(h.elem_count)));
+  store_be16(frame + kUdpLength, static_cast<uint16_t>(udp_length(h.elem_count, len_type)));
   store_be16(frame + kUdpChecksum, 0);
   frame[kPanamaVersion] = h.version;
   frame[kPanamaType] = h.type;
@@ -322,13 +360,31 @@ inline void store_le32_run(uint8_t* out, const uint32_t* words, uint32_t n) {
 
 // Builds a complete frame into `out` (capacity `cap` bytes) from `h` and
 // `h.elem_count` payload words given as binary32 bit patterns. Returns the
-// frame length, or 0 when `cap` is too small or elem_count is 0 or too big.
+// frame length, or 0 when `cap` is too small, elem_count is 0 or too big, or
+// h.elem_type is a 16-bit type (build_frame16 builds those).
 inline uint32_t build_frame(uint8_t* out, uint32_t cap, const Header& h, const uint32_t* payload_bits) {
-  if (h.elem_count == 0 || h.elem_count > kMaxElemsPerFrame) return 0;
+  if (h.elem_count == 0 || h.elem_count > kMaxElemsPerFrame || elem_bytes(h.elem_type) == 2) return 0;
   const uint32_t len = frame_length(h.elem_count);
   if (cap < len) return 0;
   write_headers(out, h);
   store_le32_run(out + kPayloadOffset, payload_bits, h.elem_count);
+  return len;
+}
+
+// The same for a 16-bit type (h.elem_type bf16 or fp16): `payload_bits` are
+// the elements' 16-bit patterns. Returns 0 when `cap` is too small,
+// elem_count is 0 or too big, or the type is not a 16-bit one.
+inline uint32_t build_frame16(uint8_t* out, uint32_t cap, const Header& h, const uint16_t* payload_bits) {
+  if (elem_bytes(h.elem_type) != 2 || h.elem_count == 0 || h.elem_count > max_elems_per_frame(h.elem_type)) {
+    return 0;
+  }
+  const uint32_t len = frame_length(h.elem_count, h.elem_type);
+  if (cap < len) return 0;
+  write_headers(out, h);
+  for (uint32_t i = 0; i < h.elem_count; ++i) {
+    out[kPayloadOffset + 2 * i] = static_cast<uint8_t>(payload_bits[i]);
+    out[kPayloadOffset + 2 * i + 1] = static_cast<uint8_t>(payload_bits[i] >> 8);
+  }
   return len;
 }
 

@@ -28,8 +28,14 @@ def ip_checksum(hdr):
 def panama_frame(job, tree, child, seq, values, ptype=AGG_UP, ecn=2, cap=0xFFFF, version=1,
                  port=PORT, elem_type=1, bad_checksum=False):
     n = len(values)
-    payload = b"".join(struct.pack("<f", v) for v in values)
-    udp_len = 8 + 22 + 4 * n
+    if elem_type == 2:  # bf16: the high half of the binary32 (seed values are exact in bf16)
+        payload = b"".join(struct.pack("<f", v)[2:] for v in values)
+    elif elem_type == 3:  # fp16
+        payload = b"".join(struct.pack("<e", v) for v in values)
+    else:
+        payload = b"".join(struct.pack("<f", v) for v in values)
+    width = 2 if elem_type in (2, 3) else 4
+    udp_len = 8 + 22 + width * n
     ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, ecn, 20 + udp_len, 0, 0x4000, 64, 17, 0,
                                bytes([10, 0, 0, 1 + child]), bytes([10, 0, 0, 254])))
     csum = ip_checksum(bytes(ip)) ^ (0x1111 if bad_checksum else 0)
@@ -99,6 +105,19 @@ def engine_seeds():
     write("engine", "udp_port", bytes([0x20]) + engine_record(panama_frame(1, 0, 0, 0, v, port=4791)) +
           engine_record(panama_frame(1, 0, 0, 0, v)))
     write("engine", "disabled", bytes([0x80]) + engine_record(panama_frame(1, 0, 0, 0, v)))
+    # 16-bit types: bf16 completes seq 0, fp16 seq 1 of the same slot's other
+    # bank; an fp32 contribution to the open fp16 slot (type mismatch); a
+    # retransmission in the wrong type; a bf16 frame over the slot size.
+    s = bytes([0x03])
+    for c in range(4):
+        s += engine_record(panama_frame(1, 0, c, 0, v, elem_type=2))
+    s += engine_record(panama_frame(1, 0, 0, 1, v, elem_type=3))
+    s += engine_record(panama_frame(1, 0, 1, 1, v))  # fp32 into an fp16 slot
+    for c in range(1, 4):
+        s += engine_record(panama_frame(1, 0, c, 1, v, elem_type=3))
+    s += engine_record(panama_frame(1, 0, 0, 1, v, ptype=RETRANS, elem_type=2))
+    s += engine_record(panama_frame(1, 0, 1, 2, [1.0] * 40, elem_type=2))
+    write("engine", "elem16", s)
 
 
 # ---------------------------------------------------------- allreduce core

@@ -138,7 +138,7 @@ std::vector<Case> cases() {
       {"bad element type",
        [](F& f) {
          auto v = f.victim();
-         v[ref::kElemType] = 2;
+         v[ref::kElemType] = 4;  // 1..3 are types (fp32, bf16, fp16)
          return v;
        },
        "frames_in+1 drop_bad_elem_type+1"},

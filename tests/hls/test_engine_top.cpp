@@ -106,12 +106,13 @@ TEST_CASE("top: identity and parameters through the mailbox", "[engine][top]") {
   Top& t = top();
   t.reset();
   CHECK(t.reg_read(0x000) == 0x504E4D41u);
-  CHECK(t.reg_read(0x004) == 0x00010001u);
+  CHECK(t.reg_read(0x004) == 0x00010002u);
   CHECK(t.reg_read(0x008) == 64);
   CHECK(t.reg_read(0x00C) == 512);
   CHECK(t.reg_read(0x010) == 2304);
   CHECK(t.reg_read(0x014) == 1);
   CHECK(t.reg_read(0x018) == 9600);
+  CHECK(t.reg_read(0x01C) == 0xEu);  // ELEM_TYPES: fp32, bf16, fp16
 }
 
 TEST_CASE("top: a register access is served once per ctrl_seq change", "[engine][top]") {
@@ -279,4 +280,57 @@ TEST_CASE("top: tuser on the last beat drops the frame whole, also with ENABLE o
   r.seq = 0;
   r.add(0, payload, wire::kEcnEct0, 0xFFFF);
   CHECK(out[0] == expected_emission(s, r, false));
+}
+
+TEST_CASE("top: bf16 and fp16 through the two slot arrays, up to a slot's 2304 elements", "[engine][top]") {
+  Top& t = top();
+  t.reset();
+  Rng rng(test_seed("top 16-bit aggregation"));
+  EntrySpec s = random_addresses(EntrySpec{}, rng);
+  s.root = true;
+  s.fan_in = 2;
+  s.child_mask = 0x3;
+  s.slot_base = 510;  // the last slots: the arrays' last words
+  s.slot_count = 2;
+  REQUIRE(commit_entry(t, 0, s) == regmap::kStatusOk);
+  uint32_t seq = 0;
+  for (uint8_t type : {ref::kBf16, ref::kFp16}) {
+    for (uint32_t n : {1u, 16u, 17u, 32u, 33u, 2303u, 2304u}) {
+      std::vector<std::vector<uint16_t>> p(2, std::vector<uint16_t>(n));
+      std::vector<uint32_t> acc(n);
+      for (int c = 0; c < 2; ++c) {
+        for (uint32_t i = 0; i < n; ++i) {
+          p[c][i] = ref::random_element16(rng, type);
+          acc[i] = c == 0 ? ref::widen16(type, p[c][i]) : ref::host_add(acc[i], ref::widen16(type, p[c][i]));
+        }
+        wire::Header h{};
+        h.ecn = wire::kEcnEct0;
+        h.ttl = 64;
+        h.udp_src = 1;
+        h.udp_dst = wire::kDefaultUdpPort;
+        h.version = 1;
+        h.type = 1;
+        h.job_id = s.job;
+        h.tree_id = s.tree;
+        h.elem_type = type;
+        h.child_id = static_cast<uint16_t>(c);
+        h.seq = seq;
+        h.cwnd_cap = 0xFFFF;
+        h.elem_count = static_cast<uint16_t>(n);
+        t.send(ref::encode16(h, p[c]));
+      }
+      const auto out = t.drain();
+      INFO("type " << int{type} << " elem_count " << n);
+      REQUIRE(out.size() == 1);
+      REQUIRE(out[0].size() == 64 + 2 * n);
+      uint32_t bad = 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint16_t got = static_cast<uint16_t>(out[0][64 + 2 * i] | (out[0][65 + 2 * i] << 8));
+        bad += got != ref::round16(type, acc[i]);
+      }
+      CHECK(bad == 0);
+      CHECK(out[0][ref::kElemType] == type);
+      ++seq;
+    }
+  }
 }

@@ -66,10 +66,11 @@ inline void fix_ip_checksum(std::vector<uint8_t>& f) {
   put16(f, kIpChecksum, ip_checksum(f.data()));
 }
 
-// The frame a correct encoder produces for `h` and `payload` (docs/protocol.md):
-// DF set, UDP checksum 0, zero padding, little-endian payload.
-inline std::vector<uint8_t> encode(const wire::Header& h, const std::vector<uint32_t>& payload) {
-  std::vector<uint8_t> f(kPayload + 4 * payload.size(), 0xEE);
+// The frame a correct encoder produces for `h` and a payload of `count`
+// elements of `elem_bytes` bytes each (docs/protocol.md): DF set, UDP
+// checksum 0, zero padding; the payload bytes are the caller's to fill.
+inline std::vector<uint8_t> encode_headers(const wire::Header& h, size_t count, uint32_t elem_bytes) {
+  std::vector<uint8_t> f(kPayload + elem_bytes * count, 0xEE);
   for (size_t i = 0; i < 6; ++i) {
     f[kEthDst + i] = h.eth_dst[i];
     f[kEthSrc + i] = h.eth_src[i];
@@ -77,7 +78,7 @@ inline std::vector<uint8_t> encode(const wire::Header& h, const std::vector<uint
   put16(f, kEthType, 0x0800);
   put8(f, kIpVerIhl, 0x45);
   put8(f, kIpTos, (uint32_t{h.dscp} << 2) | (h.ecn & 3u));
-  put16(f, kIpTotalLen, 20 + 8 + 22 + 4 * h.elem_count);
+  put16(f, kIpTotalLen, 20 + 8 + 22 + elem_bytes * h.elem_count);
   put16(f, kIpId, h.ip_id);
   put16(f, kIpFlagsFrag, 0x4000);
   put8(f, kIpTtl, h.ttl);
@@ -87,7 +88,7 @@ inline std::vector<uint8_t> encode(const wire::Header& h, const std::vector<uint
   fix_ip_checksum(f);
   put16(f, kUdpSrc, h.udp_src);
   put16(f, kUdpDst, h.udp_dst);
-  put16(f, kUdpLen, 8 + 22 + 4 * h.elem_count);
+  put16(f, kUdpLen, 8 + 22 + elem_bytes * h.elem_count);
   put16(f, kUdpChecksum, 0);
   put8(f, kVersion, h.version);
   put8(f, kType, h.type);
@@ -99,8 +100,24 @@ inline std::vector<uint8_t> encode(const wire::Header& h, const std::vector<uint
   put16(f, kCwndCap, h.cwnd_cap);
   put16(f, kElemCount, h.elem_count);
   for (size_t i = 0; i < 6; ++i) f[kPad + i] = 0;
+  return f;
+}
+
+// An fp32 frame: little-endian binary32 payload.
+inline std::vector<uint8_t> encode(const wire::Header& h, const std::vector<uint32_t>& payload) {
+  std::vector<uint8_t> f = encode_headers(h, payload.size(), 4);
   for (size_t i = 0; i < payload.size(); ++i) {
     for (size_t b = 0; b < 4; ++b) f[kPayload + 4 * i + b] = static_cast<uint8_t>(payload[i] >> (8 * b));
+  }
+  return f;
+}
+
+// A bf16 or fp16 frame: little-endian 16-bit payload (h.elem_type says which).
+inline std::vector<uint8_t> encode16(const wire::Header& h, const std::vector<uint16_t>& payload) {
+  std::vector<uint8_t> f = encode_headers(h, payload.size(), 2);
+  for (size_t i = 0; i < payload.size(); ++i) {
+    f[kPayload + 2 * i] = static_cast<uint8_t>(payload[i]);
+    f[kPayload + 2 * i + 1] = static_cast<uint8_t>(payload[i] >> 8);
   }
   return f;
 }
@@ -143,6 +160,86 @@ inline uint32_t random_element(Rng& rng) {
   if (pick < 133) return sign | 0x7F800000u;                                                   // inf
   if (pick < 135) return sign | 0x7F800000u | uniform(rng, 1, 0x7FFFFF);     // NaN (any kind)
   return sign | (uniform(rng, 100, 140) << 23) | uniform(rng, 0, 0x7FFFFF);  // ordinary
+}
+
+// ------------------------------------------------------------- 16-bit numbers
+//
+// Restated from docs/protocol.md §7 with double arithmetic (exact for every
+// value involved) instead of bit manipulation: a 16-bit pattern's value, and
+// rounding by searching the ordered finite patterns of the type.
+
+constexpr uint8_t kBf16 = 2;
+constexpr uint8_t kFp16 = 3;
+
+// The value of 16-bit pattern `h` of type `t` (2 bf16, 3 fp16).
+inline double value16(uint8_t t, uint16_t h) {
+  const double sign = (h & 0x8000u) ? -1.0 : 1.0;
+  if (t == kBf16) {
+    const uint32_t e = (h >> 7) & 0xFFu, m = h & 0x7Fu;
+    if (e == 0xFF) return m ? std::nan("") : sign * INFINITY;
+    if (e == 0) return sign * std::ldexp(static_cast<double>(m), -133);  // m * 2^-126 / 2^7
+    return sign * std::ldexp(static_cast<double>(128 + m), static_cast<int>(e) - 134);
+  }
+  const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0x1F) return m ? std::nan("") : sign * INFINITY;
+  if (e == 0) return sign * std::ldexp(static_cast<double>(m), -24);
+  return sign * std::ldexp(static_cast<double>(1024 + m), static_cast<int>(e) - 25);
+}
+
+// `h` widened to binary32 (a NaN gives some binary32 NaN).
+inline uint32_t widen16(uint8_t t, uint16_t h) {
+  return bits(static_cast<float>(value16(t, h)));
+}
+
+// Binary32 pattern `x` rounded to type `t`: nearest, ties to the even
+// pattern, beyond the largest finite value (by half a step or more, as if
+// the exponent went on) an infinity, NaN the canonical NaN.
+inline uint16_t round16(uint8_t t, uint32_t x) {
+  const double v = static_cast<double>(value(x));
+  if (std::isnan(v)) return t == kBf16 ? 0x7FC0u : 0x7E00u;
+  const uint16_t sign = (x & 0x80000000u) ? 0x8000u : 0;
+  const double a = std::fabs(v);
+  const uint16_t max_finite = t == kBf16 ? 0x7F7Fu : 0x7BFFu;
+  const double beyond = t == kBf16 ? std::ldexp(1.0, 128) : 65536.0;  // the next step past max_finite
+  // Largest finite pattern p with value16(p) <= a (values grow with patterns).
+  uint32_t lo = 0, hi = max_finite;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi + 1) / 2;
+    if (value16(t, static_cast<uint16_t>(mid)) <= a) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const double down = value16(t, static_cast<uint16_t>(lo));
+  if (down == a) return static_cast<uint16_t>(sign | lo);
+  const double up = lo == max_finite ? beyond : value16(t, static_cast<uint16_t>(lo + 1));
+  const double mid = (down + up) / 2;
+  uint32_t r;
+  if (a < mid) {
+    r = lo;
+  } else if (a > mid) {
+    r = lo + 1;
+  } else {
+    r = (lo % 2 == 0) ? lo : lo + 1;
+  }
+  return static_cast<uint16_t>(sign | r);  // lo + 1 past max_finite is the infinity pattern
+}
+
+// A 16-bit payload value of type t: the same classes as random_element.
+inline uint16_t random_element16(Rng& rng, uint8_t t) {
+  const uint32_t pick = uniform(rng, 0, 999);
+  const uint16_t sign = static_cast<uint16_t>(uniform(rng, 0, 1) << 15);
+  const uint32_t mbits = t == kBf16 ? 7 : 10;
+  const uint32_t emax = t == kBf16 ? 0xFF : 0x1F;
+  const uint32_t mmax = (1u << mbits) - 1;
+  if (pick < 30) return sign;                                                  // +-0
+  if (pick < 100) return static_cast<uint16_t>(sign | uniform(rng, 1, mmax));  // subnormal
+  if (pick < 130) return static_cast<uint16_t>(sign | ((emax - 1) << mbits) | uniform(rng, 0, mmax));  // huge
+  if (pick < 133) return static_cast<uint16_t>(sign | (emax << mbits));                                // inf
+  if (pick < 135) return static_cast<uint16_t>(sign | (emax << mbits) | uniform(rng, 1, mmax));        // NaN
+  const uint32_t ebias = emax / 2;  // ordinary: within a few binades of 1
+  return static_cast<uint16_t>(sign | (uniform(rng, ebias - 8, ebias + 4) << mbits) | uniform(rng, 0, mmax));
 }
 
 }  // namespace panama::test::ref

@@ -257,6 +257,47 @@ TEST_CASE("build_frame refuses zero, oversized element counts and short buffers"
   CHECK(wire::build_frame(f.data(), 68, h, p.data()) == 68);
 }
 
+TEST_CASE("build_frame16 equals the reference encoding of bf16 and fp16 frames and round-trips", "[wire]") {
+  Rng rng(test_seed("wire 16-bit round trip"));
+  for (int iter = 0; iter < 2000; ++iter) {
+    wire::Header h = random_header(rng, static_cast<uint8_t>(uniform(rng, 1, 3)));
+    h.elem_type = static_cast<uint8_t>(uniform(rng, 2, 3));
+    h.elem_count = static_cast<uint16_t>(uniform(rng, 1, 4576));
+    std::vector<uint16_t> p(h.elem_count);
+    for (auto& v : p) v = static_cast<uint16_t>(rng());
+    std::vector<uint8_t> f(wire::frame_length(h.elem_count, h.elem_type));
+    INFO("iteration " << iter << " elem_count " << h.elem_count);
+    REQUIRE(f.size() == 64 + 2u * h.elem_count);
+    REQUIRE(wire::build_frame16(f.data(), static_cast<uint32_t>(f.size()), h, p.data()) == f.size());
+    REQUIRE(f == ref::encode16(h, p));
+    wire::Header d{};
+    GuardedCopy g(f.data(), f.size());
+    const FC c = wire::classify_frame(g.data(), static_cast<uint32_t>(f.size()), h.udp_dst, d);
+    REQUIRE(c == (h.type == 2 ? FC::kResultDown : FC::kOk));
+    CHECK(same_header(d, h));
+  }
+  // Limits: (9216 - 64) / 2 = 4576 elements; not an fp32 type; short buffers.
+  wire::Header h{};
+  h.version = 1;
+  h.type = 1;
+  h.elem_type = 2;
+  std::vector<uint16_t> p(5000, 0);
+  std::vector<uint8_t> f(10000, 0x77);
+  h.elem_count = 4577;
+  CHECK(wire::build_frame16(f.data(), 10000, h, p.data()) == 0);
+  h.elem_count = 4576;
+  CHECK(wire::build_frame16(f.data(), 9215, h, p.data()) == 0);
+  CHECK(wire::build_frame16(f.data(), 9216, h, p.data()) == 9216);
+  h.elem_type = 1;
+  CHECK(wire::build_frame16(f.data(), 10000, h, p.data()) == 0);
+  h.elem_type = 3;
+  h.elem_count = 1;
+  CHECK(wire::build_frame16(f.data(), 65, h, p.data()) == 0);
+  CHECK(wire::build_frame16(f.data(), 66, h, p.data()) == 66);
+  std::vector<uint32_t> p32(4, 0);
+  CHECK(wire::build_frame(f.data(), 10000, h, p32.data()) == 0);  // build_frame is fp32's
+}
+
 TEST_CASE("every truncation of a valid frame is classified without reading past its end", "[wire]") {
   for (uint16_t n : {1, 7, 16, 17, 2288}) {
     const auto full = valid_frame(n);
@@ -365,10 +406,20 @@ TEST_CASE("each malformed PANAMA frame gets its FrameClass", "[wire]") {
     f[ref::kType] = t;
     CHECK(classify(f) == FC::kBadType);
   }
-  for (uint8_t t : {0, 2, 0xFF}) {
+  for (uint8_t t : {0, 4, 0xFF}) {
     f = base;
     f[ref::kElemType] = t;
     CHECK(classify(f) == FC::kBadElemType);
+  }
+  // bf16 and fp16 are types: an fp32-sized frame relabelled is a bad length
+  // for an engine that sums them, a bad element type for one that does not.
+  for (uint8_t t : {2, 3}) {
+    f = base;
+    f[ref::kElemType] = t;
+    CHECK(classify(f) == FC::kBadLength);
+    wire::Header h{};
+    CHECK(wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), wire::kDefaultUdpPort, h,
+                               wire::kElemTypeMaskFloat32) == FC::kBadElemType);
   }
 
   f = base;

@@ -36,12 +36,15 @@ void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
 
   static kernel::Rules<kEntries, kSlots, kSlotWords> rules;
   static kernel::Mailbox mailbox = {0, 0};
-  // Slot memory: one 512-bit word per access, two ports (the accumulate
-  // stage reads word n+1 while it writes word n).
-  static hlsc::Word512 slot_mem[kSlotMemWords];
-  PANAMA_HLS(BIND_STORAGE variable = slot_mem type = ram_2p impl = uram)
+  // Slot memory: two arrays of 512-bit words (fp32 beats alternate between
+  // them, a 16-bit beat uses the same word of both), each with two ports (the
+  // accumulate stage reads one word while it writes an earlier one).
+  static hlsc::Word512 slot_lo[kSlotMemWords];
+  static hlsc::Word512 slot_hi[kSlotMemWords];
+  PANAMA_HLS(BIND_STORAGE variable = slot_lo type = ram_2p impl = uram)
+  PANAMA_HLS(BIND_STORAGE variable = slot_hi type = ram_2p impl = uram)
   EngineOutcome outcome;  // observed by the C simulation harness only
 
   kernel::run<kEntries, kSlots, kSlotWords>(s_axis, m_axis, ctrl_seq, ctrl_op, ctrl_addr, ctrl_wdata,
-                                            ctrl_ack, ctrl_rdata, rules, mailbox, slot_mem, outcome);
+                                            ctrl_ack, ctrl_rdata, rules, mailbox, slot_lo, slot_hi, outcome);
 }

@@ -11,6 +11,11 @@
 // non-PANAMA traffic (ARP, TCP, DNS, a result passing down). Deterministic
 // for a given seed (std::mt19937_64 only; no std distributions, whose output
 // differs between standard libraries).
+//
+// --dtype picks the element type of the contributions: fp32 (the bundled
+// sample), bf16, fp16, or mixed (job 1 in bf16, job 2 in fp16, and one
+// fp16 contribution sent to a bf16 slot, which the engine drops as a type
+// mismatch).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -42,8 +47,9 @@ struct JobSpec {
   bool root;
   uint16_t elems;
   uint32_t seqs;
+  uint8_t elem_type = 1;  // wire::ElemType
 };
-const JobSpec kJobs[] = {{1, true, 32, 14}, {2, false, 100, 12}};
+JobSpec kJobs[] = {{1, true, 32, 14, 1}, {2, false, 100, 12, 1}};
 
 MacAddress worker_mac(uint16_t job, uint32_t w) {
   return {0x02, 0, 0, static_cast<uint8_t>(job), 0, static_cast<uint8_t>(w + 1)};
@@ -71,6 +77,21 @@ class Generator {
     return sign | (exp << 23) | mant;
   }
 
+  // The same for a 16-bit type: small normals of either sign around 2^-7,
+  // now and then a subnormal or -0.
+  uint16_t gradient_bits16(uint8_t elem_type) {
+    const bool bf = elem_type == static_cast<uint8_t>(wire::ElemType::kBfloat16);
+    const uint32_t mbits = bf ? 7 : 10;
+    const uint32_t bias = bf ? 127 : 15;
+    const uint32_t sign = static_cast<uint32_t>(below(2)) << 15;
+    const uint32_t mant = static_cast<uint32_t>(rng_()) & ((1u << mbits) - 1);
+    const uint64_t kind = below(400);
+    if (kind == 0) return static_cast<uint16_t>(sign | (mant == 0 ? 1 : mant));  // subnormal
+    if (kind == 1) return 0x8000u;                                               // -0
+    const uint32_t exp = bias - 12 + static_cast<uint32_t>(below(11));
+    return static_cast<uint16_t>(sign | (exp << mbits) | mant);
+  }
+
   std::vector<uint8_t> contribution(const JobSpec& js, uint8_t tree, uint32_t worker, uint32_t seq) {
     wire::Header h{};
     const MacAddress src = worker_mac(js.job, worker);
@@ -87,15 +108,21 @@ class Generator {
     h.type = static_cast<uint8_t>(wire::PacketType::kAggregateUp);
     h.job_id = js.job;
     h.tree_id = tree;
-    h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
+    h.elem_type = js.elem_type;
     h.child_id = static_cast<uint16_t>(worker);
     h.seq = seq;
     h.cwnd_cap = static_cast<uint16_t>(4 + below(13));  // each worker's latest cap, some below the share
     h.elem_count = js.elems;
-    std::vector<uint32_t> payload(js.elems);
-    for (uint32_t& v : payload) v = gradient_bits();
-    std::vector<uint8_t> f(wire::frame_length(js.elems));
-    wire::build_frame(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+    std::vector<uint8_t> f(wire::frame_length(js.elems, js.elem_type));
+    if (wire::elem_bytes(js.elem_type) == 2) {
+      std::vector<uint16_t> payload(js.elems);
+      for (uint16_t& v : payload) v = gradient_bits16(js.elem_type);
+      wire::build_frame16(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+    } else {
+      std::vector<uint32_t> payload(js.elems);
+      for (uint32_t& v : payload) v = gradient_bits();
+      wire::build_frame(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+    }
     return f;
   }
 
@@ -313,7 +340,7 @@ std::vector<std::vector<uint8_t>> generate(Generator& g) {
     f[wire::kPanamaVersion] = 2;  // a future protocol version
     extras.push_back(f);
   }
-  extras.push_back(g.contribution(JobSpec{9, true, 16, 1}, 0, 0, 0));  // no entry for job 9
+  extras.push_back(g.contribution(JobSpec{9, true, 16, 1, j1.elem_type}, 0, 0, 0));  // no entry for job 9
   extras.push_back(g.contribution(j1, 0, 3, 5));
   wire::store_be16(extras.back().data() + wire::kPanamaChildId, 5);  // child 5 is not in the tree
 
@@ -327,9 +354,26 @@ std::vector<std::vector<uint8_t>> generate(Generator& g) {
   extras.push_back(dns_query(w1, kEngineMac, worker_ip(2, 1), 0x0A000035));
   {
     // A result of job 3 coming down from its root through this switch.
-    std::vector<uint8_t> f = g.contribution(JobSpec{3, true, 24, 1}, 0, 0, 0);
+    std::vector<uint8_t> f = g.contribution(JobSpec{3, true, 24, 1, j1.elem_type}, 0, 0, 0);
     f[wire::kPanamaType] = static_cast<uint8_t>(wire::PacketType::kResultDown);
     extras.push_back(f);
+  }
+  if (j1.elem_type != kJobs[1].elem_type) {
+    // Mixed types: right after the first contribution to job 1's sequence 3
+    // on tree 0, another worker sends that sequence in job 2's type: the slot
+    // is open and that worker not yet counted, so the engine drops it as a
+    // type mismatch (the worker's real contribution comes later).
+    for (size_t i = 0; i < out.size(); ++i) {
+      const uint8_t* p = out[i].data();
+      if (wire::load_be16(p + wire::kPanamaJobId) == j1.job && p[wire::kPanamaTreeId] == 0 &&
+          wire::load_be32(p + wire::kPanamaSeq) == 3) {
+        JobSpec other = j1;
+        other.elem_type = kJobs[1].elem_type;
+        const uint32_t child = (wire::load_be16(p + wire::kPanamaChildId) + 1u) % kWorkers;
+        out.insert(out.begin() + static_cast<long>(i) + 1, g.contribution(other, 0, child, 3));
+        break;
+      }
+    }
   }
   // Each at a random place (never before the first frame, so the start looks like a job starting).
   for (auto& f : extras) out.insert(out.begin() + 1 + static_cast<long>(g.below(out.size())), std::move(f));
@@ -345,7 +389,12 @@ int main(int argc, char** argv) {
   std::string pcap_path;
   std::string config_path;
   uint64_t seed = 1;
+  std::string dtype = "fp32";
   app.add_option("--pcap", pcap_path, "output pcap of input frames")->required();
+  app.add_option("--dtype", dtype,
+                 "element type of the contributions: fp32, bf16, fp16, or mixed (job 1 bf16, job 2 fp16)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16", "mixed"}))
+      ->capture_default_str();
   app.add_option("--config", config_path, "output node configuration (JSON)")->required();
   app.add_option("--seed", seed, "random seed (the bundled sample uses 1)")->capture_default_str();
   try {
@@ -356,6 +405,10 @@ int main(int argc, char** argv) {
     std::cerr << "panama-sample-gen: error: " << e.what() << "\nRun 'panama-sample-gen --help' for usage.\n";
     return 2;
   }
+  const uint8_t t1 = dtype == "fp16" ? 3 : (dtype == "fp32" ? 1 : 2);
+  const uint8_t t2 = dtype == "bf16" ? 2 : (dtype == "fp32" ? 1 : 3);
+  kJobs[0].elem_type = t1;
+  kJobs[1].elem_type = t2;
   try {
     Generator g(seed);
     const std::vector<std::vector<uint8_t>> frames = generate(g);
@@ -368,8 +421,8 @@ int main(int argc, char** argv) {
     writer.close();
     panama::config::save_node_config(node_config(), config_path);
     std::cerr << fmt::format(
-        "panama-sample-gen: wrote {} frames to {} and the node configuration to {} (seed {})\n",
-        frames.size(), pcap_path, config_path, seed);
+        "panama-sample-gen: wrote {} frames to {} and the node configuration to {} (seed {}, {})\n",
+        frames.size(), pcap_path, config_path, seed, dtype);
   } catch (const std::exception& e) {
     std::cerr << "panama-sample-gen: error: " << e.what() << "\n";
     return 1;

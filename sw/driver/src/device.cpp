@@ -12,6 +12,7 @@
 #include "panama/engine/apply_config.hpp"
 #include "panama/engine/counters.hpp"
 #include "panama/regmap.hpp"
+#include "panama/wire.hpp"
 
 namespace panama::driver {
 
@@ -74,6 +75,7 @@ Identity Device::identity() {
   id.num_entries = read32(regmap::kNumEntries);
   id.num_slots = read32(regmap::kNumSlots);
   id.slot_elems = read32(regmap::kSlotElems);
+  id.elem_types = id.version_minor >= 2 ? read32(regmap::kElemTypes) : wire::kElemTypeMaskFloat32;
   if (id.num_entries == 0 || id.num_slots == 0 || id.slot_elems == 0) {
     throw DriverError(ErrorKind::kIncompatible, spec() + ": engine reports no capacity (NUM_ENTRIES " +
                                                     std::to_string(id.num_entries) + ", NUM_SLOTS " +

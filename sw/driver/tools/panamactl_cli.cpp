@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <bitset>
 #include <chrono>
@@ -30,6 +31,16 @@
 namespace panama::driver {
 
 namespace {
+
+// The element types of an ELEM_TYPES mask, by name.
+std::vector<std::string> elem_type_names(uint32_t mask) {
+  std::vector<std::string> names;
+  const char* const kNames[] = {"", "fp32", "bf16", "fp16"};
+  for (uint32_t t = 1; t <= 3; ++t) {
+    if ((mask >> t) & 1u) names.emplace_back(kNames[t]);
+  }
+  return names;
+}
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -90,6 +101,7 @@ void cmd_status(const Options& o, std::ostream& out) {
                         {"num_entries", id.num_entries},
                         {"num_slots", id.num_slots},
                         {"slot_elems", id.slot_elems},
+                        {"elem_types", elem_type_names(id.elem_types)},
                         {"enabled", s.enabled},
                         {"udp_port", s.udp_port}};
     j["image"] = image ? nlohmann::json(image_text(image)) : nlohmann::json(nullptr);
@@ -101,8 +113,9 @@ void cmd_status(const Options& o, std::ostream& out) {
   out << fmt::format("{:<12} {}\n", "image", image_text(image));
   out << fmt::format("{:<12} PNMA (0x{:08X}), register map {}.{}\n", "identity", id.id, id.version_major,
                      id.version_minor);
-  out << fmt::format("{:<12} {} table entries, {} slots of {} fp32 elements\n", "capacity", id.num_entries,
+  out << fmt::format("{:<12} {} table entries, {} slots of {} elements\n", "capacity", id.num_entries,
                      id.num_slots, id.slot_elems);
+  out << fmt::format("{:<12} {}\n", "elem types", fmt::join(elem_type_names(id.elem_types), ", "));
   out << fmt::format("{:<12} {}, UDP port {}\n", "engine", s.enabled ? "enabled" : "disabled (pass-through)",
                      s.udp_port);
 }

@@ -8,6 +8,7 @@
 
 #include "panama/regmap.hpp"
 #include "panama/table_entry.hpp"
+#include "panama/wire.hpp"
 
 namespace panama::config {
 
@@ -58,6 +59,7 @@ EngineInfo probe_engine(RegisterAccess& regs) {
   info.num_entries = regs.read32(regmap::kNumEntries);
   info.num_slots = regs.read32(regmap::kNumSlots);
   info.slot_elems = regs.read32(regmap::kSlotElems);
+  info.elem_types = info.version_minor >= 2 ? regs.read32(regmap::kElemTypes) : wire::kElemTypeMaskFloat32;
   return info;
 }
 

@@ -24,7 +24,10 @@
 // Vitis kernel's decide stage (kernel.hpp) uses as well. This class adds the
 // host datapath: frames as byte arrays, the packet memory as fp32 words, and
 // runs of elements added with fp32_add_run (SSE on x86-64 hosts, bit-identical
-// to the integer adder the kernel synthesizes).
+// to the integer adder the kernel synthesizes); bf16 and fp16 payloads are
+// widened to fp32 as they are loaded or added and rounded back when an
+// aggregate is emitted (elem16.hpp, vector conversions where the CPU has
+// them, bit-identical to the integer conversions).
 //
 // Template parameters size the memories at compile time; nothing is allocated
 // at run time. The object is large (the packet memory lives inside it), so
@@ -35,6 +38,7 @@
 
 #include <type_traits>
 
+#include "panama/elem16.hpp"
 #include "panama/emit_target.hpp"
 #include "panama/engine_rules.hpp"
 #include "panama/engine_sizes.hpp"
@@ -44,17 +48,22 @@
 
 namespace panama {
 
+// ElemTypes: the element types it sums (wire::kElemTypeMask*); all three by
+// default, fp32 only where it stands for an engine that sums only fp32 (the
+// RTL's reference in co-simulation).
 template <uint32_t NumEntries = kEngineTableEntries, uint32_t NumSlots = kEnginePacketSlots,
-          uint32_t SlotWords = kEngineSlotWords>
+          uint32_t SlotWords = kEngineSlotWords, uint32_t ElemTypes = wire::kElemTypeMaskAll>
 class Engine {
  public:
   static constexpr uint32_t kTableEntries = NumEntries;
   static constexpr uint32_t kPacketSlots = NumSlots;
   static constexpr uint32_t kSlotWords = SlotWords;                    // 512-bit words per slot
-  static constexpr uint32_t kSlotCapacity = SlotWords * wire::kLanes;  // fp32 elements per slot
+  static constexpr uint32_t kSlotCapacity = SlotWords * wire::kLanes;  // elements per slot, any type
   static constexpr uint32_t kMaxFanIn = 64;
 
-  using Rules = EngineRules<NumEntries, NumSlots, kSlotCapacity>;
+  static constexpr uint32_t kElemTypes = ElemTypes;
+
+  using Rules = EngineRules<NumEntries, NumSlots, kSlotCapacity, ElemTypes>;
 
   // The packet memory is left uninitialised: a bank is always loaded by its
   // first contribution before it is read.
@@ -98,7 +107,7 @@ class Engine {
     wire::Header h{};
     const wire::FrameClass cls = (mac_error || len > wire::kMaxFrameBytes)
                                      ? wire::FrameClass::kNotPanama
-                                     : wire::classify_frame(head, len, rules_.udp_port(), h);
+                                     : wire::classify_frame(head, len, rules_.udp_port(), h, ElemTypes);
     FrameDecision d;
     rules_.decide(cls, h, len, mac_error, d);
     switch (d.op) {
@@ -116,13 +125,13 @@ class Engine {
       // The rules only load or add frames that hold elem_count elements; the
       // length test states it where the payload is read.
       case SlotOp::kLoad:
-        if (len >= wire::frame_length(d.elem_count) && payload) {
-          fp32_load_run(data_[d.slot][d.bank], payload, d.elem_count);
+        if (len >= wire::frame_length(d.elem_count, d.elem_type) && payload) {
+          elem_load_run(d.elem_type, data_[d.slot][d.bank], payload, d.elem_count);
         }
         break;
       case SlotOp::kAdd:
-        if (len >= wire::frame_length(d.elem_count) && payload) {
-          fp32_add_run(data_[d.slot][d.bank], payload, d.elem_count);
+        if (len >= wire::frame_length(d.elem_count, d.elem_type) && payload) {
+          elem_add_run(d.elem_type, data_[d.slot][d.bank], payload, d.elem_count);
         }
         break;
     }
@@ -139,17 +148,17 @@ class Engine {
  private:
   template <class Target>
   void emit(const wire::Header& h, const uint32_t* d, Target& out) {
-    const uint32_t len = wire::frame_length(h.elem_count);
+    const uint32_t len = wire::frame_length(h.elem_count, h.elem_type);
     uint8_t* b = out.buffer(len);
     uint8_t* o = b ? b : out_;
     wire::write_headers(o, h);
-    fp32_store_run(o + wire::kPayloadOffset, d, h.elem_count);
+    elem_store_run(h.elem_type, o + wire::kPayloadOffset, d, h.elem_count);
     out.emit(o, len, Ports{});
   }
 
   Rules rules_;
 
-  // Packet memory: two banks (generations) of kSlotCapacity fp32 words per slot.
+  // Packet memory: two banks (generations) of kSlotCapacity fp32 accumulators per slot.
   uint32_t data_[NumSlots][2][kSlotCapacity];
 
   // Frame being emitted.

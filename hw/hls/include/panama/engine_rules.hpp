@@ -47,14 +47,14 @@ struct EngineOutcome {
 enum class SlotOp : uint8_t {
   kNone,    // frame dropped: payload discarded, no slot touched
   kPass,    // frame forwarded unchanged
-  kLoad,    // first contribution: slot (slot, bank) := payload
-  kAdd,     // slot (slot, bank) += payload, element-wise fp32_add
+  kLoad,    // first contribution: slot (slot, bank) := payload widened to fp32
+  kAdd,     // slot (slot, bank) += payload widened to fp32, element-wise fp32_add
   kReemit,  // payload discarded; the stored aggregate of (slot, bank) is sent
 };
 
 // The decision for one frame. When `emit` is set, the datapath sends a frame
 // with header `out` and the `out.elem_count` elements of (slot, bank) after
-// performing `op`; `out` is written only then.
+// performing `op`, rounded to `out.elem_type`; `out` is written only then.
 struct FrameDecision {
   EngineOutcome outcome;
   SlotOp op;
@@ -62,6 +62,7 @@ struct FrameDecision {
   uint32_t slot;
   uint32_t bank;
   uint32_t elem_count;  // payload elements to load or add (kLoad, kAdd)
+  uint8_t elem_type;    // their type (kLoad, kAdd)
   wire::Header out;
 };
 
@@ -112,14 +113,21 @@ class CounterLatch {
   uint32_t addr_ = kNone;
 };
 
-template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotCapacity>
+// ElemTypes is the mask of element types the datapath sums (bit t for
+// wire::ElemType t, as the ELEM_TYPES register reports it); the caller
+// classifies frames with it (wire::classify_frame's elem_types).
+template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotCapacity,
+          uint32_t ElemTypes = wire::kElemTypeMaskAll>
 class EngineRules {
  public:
   static constexpr uint32_t kMaxFanIn = 64;
+  static constexpr uint32_t kElemTypes = ElemTypes;
 
   static_assert(NumEntries >= 1 && NumEntries <= 256, "1..256 table entries");
   static_assert(NumSlots >= 1, "at least one slot");
   static_assert(SlotCapacity >= 1 && SlotCapacity <= 0xFFFF, "element count is a 16-bit field");
+  static_assert((ElemTypes & wire::kElemTypeMaskFloat32) != 0 && (ElemTypes & ~wire::kElemTypeMaskAll) == 0,
+                "element types: fp32 and any of bf16, fp16");
 
   // ------------------------------------------------------------ control
 
@@ -150,6 +158,8 @@ class EngineRules {
         return enabled_ ? kControlEnable : 0;
       case kUdpPort:
         return udp_port_;
+      case regmap::kElemTypes:
+        return ElemTypes;
       case kEntryIndex:
         return entry_index_;
       case kEntryStatus:
@@ -272,6 +282,7 @@ class EngineRules {
     d.slot = slot;
     d.bank = bank;
     d.elem_count = h.elem_count;
+    d.elem_type = h.elem_type;
     const uint64_t child_bit = uint64_t{1} << h.child_id;
     if (advance || bk.state == kEmpty) {
       // First contribution of this generation: stored as it arrives.
@@ -283,9 +294,11 @@ class EngineRules {
       bk.ecn = h.ecn;
       bk.cwnd_cap = h.cwnd_cap;
       bk.elem_count = h.elem_count;
+      bk.elem_type = h.elem_type;
       d.op = SlotOp::kLoad;
     } else if (bk.state == kDone) {
       if (is_retrans) {
+        if (h.elem_type != bk.elem_type) return type_mismatch_drop(e, d);
         ++global_[kGcRetransServed];
         ++entry_ctr_[e][kEcRetransServed];
         d.outcome.action = EngineAction::kReemitted;
@@ -301,6 +314,7 @@ class EngineRules {
         ++entry_ctr_[e][kEcDuplicates];
         return drop(kGcDuplicates, e, d);
       }
+      if (h.elem_type != bk.elem_type) return type_mismatch_drop(e, d);
       if (h.elem_count != bk.elem_count) {
         ++entry_ctr_[e][kEcDropCountMismatch];
         return drop(kGcDropCountMismatch, e, d);
@@ -358,6 +372,7 @@ class EngineRules {
     uint8_t ecn;    // OR of the contributions' ECN fields
     uint16_t cwnd_cap;
     uint16_t elem_count;
+    uint8_t elem_type;
     uint32_t seq;
     uint64_t contributed;  // bitmap of child ids
   };
@@ -377,6 +392,7 @@ class EngineRules {
     d.slot = 0;
     d.bank = 0;
     d.elem_count = 0;
+    d.elem_type = 0;
   }
 
   void pass(uint32_t counter, FrameDecision& d) {
@@ -388,6 +404,11 @@ class EngineRules {
   void drop(uint32_t counter, int32_t e, FrameDecision& d) {
     ++global_[counter];
     none(EngineOutcome{EngineAction::kDropped, counter, e}, d);
+  }
+
+  void type_mismatch_drop(int32_t e, FrameDecision& d) {
+    ++entry_ctr_[e][regmap::kEcDropTypeMismatch];
+    drop(regmap::kGcDropTypeMismatch, e, d);
   }
 
   void seq_window_drop(int32_t e, FrameDecision& d) {
@@ -427,7 +448,7 @@ class EngineRules {
                  : (retransmission ? wire::PacketType::kRetransmission : wire::PacketType::kAggregateUp));
     h.job_id = ent.job_id;
     h.tree_id = ent.tree_id;
-    h.elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
+    h.elem_type = bk.elem_type;
     h.child_id = ent.out_child_id;
     h.seq = bk.seq;
     const uint32_t share = ent.slot_count > 0xFFFF ? 0xFFFF : ent.slot_count;
@@ -551,7 +572,7 @@ class EngineRules {
   void clear_slot(uint32_t s) {
     slots_[s].top = 0;
     for (uint32_t b = 0; b < 2; ++b) {
-      slots_[s].bank[b] = Bank{kEmpty, 0, 0, 0, 0, 0, 0};
+      slots_[s].bank[b] = Bank{kEmpty, 0, 0, 0, 0, 0, 0, 0};
     }
   }
 

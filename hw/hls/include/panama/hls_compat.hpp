@@ -10,7 +10,8 @@
 //
 // Types:
 //   Word512   one 512-bit datapath word: 64 bytes, byte i = bits [8i+7:8i],
-//             fp32 lane l = bits [32l+31:32l] (little-endian, as on the wire).
+//             fp32 lane l = bits [32l+31:32l], 16-bit lane l = bits
+//             [16l+15:16l] (little-endian, as on the wire).
 //   AxisWord  one AXI4-Stream beat: tdata (Word512), tkeep (64 bits), tlast,
 //             tuser (1 bit: the MAC's error flag for the frame).
 #pragma once
@@ -47,6 +48,12 @@ inline uint32_t word_lane(const Word512& w, unsigned l) {
 }
 inline void word_set_lane(Word512& w, unsigned l, uint32_t v) {
   w.range(32 * l + 31, 32 * l) = v;
+}
+inline uint16_t word_half(const Word512& w, unsigned l) {
+  return w.range(16 * l + 15, 16 * l);
+}
+inline void word_set_half(Word512& w, unsigned l, uint16_t v) {
+  w.range(16 * l + 15, 16 * l) = v;
 }
 inline Word512 axis_data(const AxisWord& w) {
   return w.data;
@@ -143,6 +150,13 @@ inline void word_set_lane(Word512& w, unsigned l, uint32_t v) {
   p[1] = static_cast<uint8_t>(v >> 8);
   p[2] = static_cast<uint8_t>(v >> 16);
   p[3] = static_cast<uint8_t>(v >> 24);
+}
+inline uint16_t word_half(const Word512& w, unsigned l) {
+  return static_cast<uint16_t>(w.bytes[2 * l] | (w.bytes[2 * l + 1] << 8));
+}
+inline void word_set_half(Word512& w, unsigned l, uint16_t v) {
+  w.bytes[2 * l] = static_cast<uint8_t>(v);
+  w.bytes[2 * l + 1] = static_cast<uint8_t>(v >> 8);
 }
 
 // One 512-bit AXI4-Stream beat: byte i of the beat is tdata[8i+7:8i]; user

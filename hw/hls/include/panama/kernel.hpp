@@ -13,11 +13,17 @@
 //             applies EngineRules::decide, the same rules the host engine
 //             runs: table lookup, child admission, generation window,
 //             duplicates, fan-in, counters, emitted header.
-// accumulate  one beat per clock: loads or adds (16 fp32_add lanes) the
-//             payload beats into the slot memory, a whole 512-bit word per
-//             access, and forwards what leaves the engine (the frame itself
-//             when it passes, the new aggregate when the slot completes, the
-//             stored aggregate for a retransmission).
+// accumulate  one beat per clock: loads or adds the payload beats into the
+//             slot memory and forwards what leaves the engine (the frame
+//             itself when it passes, the new aggregate when the slot
+//             completes, the stored aggregate for a retransmission). The slot
+//             memory is two arrays of 512-bit words, `lo` and `hi`: fp32
+//             accumulator word k of a bank holds elements 32k..32k+15 in lo
+//             and 32k+16..32k+31 in hi, whatever the frame's type. An fp32
+//             beat (16 elements, 16 fp32_add lanes) touches one word of one
+//             array, alternating; a bf16/fp16 beat (32 elements) widens them
+//             and touches the same word of both arrays (32 fp32_add lanes),
+//             and an emitted 16-bit beat is both words rounded to the type.
 // egress      builds the header beat of an emitted frame (wire::write_headers
 //             at constant offsets) and writes beats with tkeep/tlast.
 //
@@ -34,6 +40,7 @@
 
 #include <stdint.h>
 
+#include "panama/elem16.hpp"
 #include "panama/engine_rules.hpp"
 #include "panama/fp32_add.hpp"
 #include "panama/hls_compat.hpp"
@@ -49,6 +56,7 @@ using hlsc::Word512;
 
 constexpr uint32_t kBeatBytes = wire::kBeatBytes;                       // 64 bytes per beat
 constexpr uint32_t kLanes = wire::kLanes;                               // 16 fp32 lanes per beat
+constexpr uint32_t kLanes16 = 2 * kLanes;                               // 32 16-bit lanes per beat
 constexpr uint32_t kMaxFrameBeats = wire::kMaxFrameBytes / kBeatBytes;  // 144
 constexpr uint32_t kHeaderBeats = wire::kPayloadOffset / kBeatBytes;    // 1: payload starts at beat 1
 constexpr uint64_t kFullKeep = ~uint64_t{0};
@@ -84,9 +92,11 @@ struct FrameDesc {
 struct SlotCmd {
   SlotOp op;
   bool emit;               // forward the new aggregate (kLoad, kAdd)
+  bool half;               // 16-bit elements (32 per beat, both arrays per beat)
+  uint8_t elem_type;       // the payload's (kLoad, kAdd) or the aggregate's (kReemit) type
   uint32_t frame_beats;    // beats of this frame in the frame FIFO
-  uint32_t payload_beats;  // slot words loaded, added or re-emitted
-  uint32_t base;           // first slot-memory word of (slot, bank)
+  uint32_t payload_beats;  // payload beats loaded, added or re-emitted
+  uint32_t base;           // first word of (slot, bank) in each array
   bool valid;
 };
 
@@ -114,6 +124,14 @@ inline uint32_t beats_for_bytes(uint32_t bytes) {
 inline uint32_t beats_for_elems(uint32_t elems) {
   return (elems + kLanes - 1) / kLanes;
 }
+// Payload beats of `elems` elements of `elem_type` (16 or 32 per beat).
+inline uint32_t beats_for_elems(uint32_t elems, uint8_t elem_type) {
+  return wire::elem_bytes(elem_type) == 2 ? (elems + kLanes16 - 1) / kLanes16 : beats_for_elems(elems);
+}
+// Words of one (slot, bank) in each of the two slot-memory arrays.
+constexpr uint32_t bank_words(uint32_t slot_words) {
+  return (slot_words + 1) / 2;
+}
 
 // Number of set tkeep bits.
 inline uint32_t keep_count(uint64_t keep) {
@@ -138,6 +156,31 @@ inline Word512 add_beat(const Word512& acc, const Word512& in) {
   for (uint32_t l = 0; l < kLanes; ++l) {
     PANAMA_HLS(UNROLL)
     hlsc::word_set_lane(r, l, fp32_add(hlsc::word_lane(acc, l), hlsc::word_lane(in, l)));
+  }
+  return r;
+}
+
+// 16-bit lanes first..first+15 of a beat of type t, widened to 16 fp32 lanes.
+inline Word512 widen_half_beat(uint8_t t, const Word512& in, uint32_t first) {
+  PANAMA_HLS(INLINE)
+  Word512 r;
+  for (uint32_t l = 0; l < kLanes; ++l) {
+    PANAMA_HLS(UNROLL)
+    const uint16_t v = hlsc::word_half(in, first + l);
+    hlsc::word_set_lane(
+        r, l, t == static_cast<uint8_t>(wire::ElemType::kFloat16) ? fp16_to_fp32(v) : bf16_to_fp32(v));
+  }
+  return r;
+}
+
+// The 16 fp32 lanes of `lo` and of `hi` rounded to type t: one beat of 32.
+inline Word512 round_beat(uint8_t t, const Word512& lo, const Word512& hi) {
+  PANAMA_HLS(INLINE)
+  Word512 r;
+  for (uint32_t l = 0; l < kLanes; ++l) {
+    PANAMA_HLS(UNROLL)
+    hlsc::word_set_half(r, l, elem_round16(t, hlsc::word_lane(lo, l)));
+    hlsc::word_set_half(r, kLanes + l, elem_round16(t, hlsc::word_lane(hi, l)));
   }
   return r;
 }
@@ -217,7 +260,8 @@ void decide(Rules& rules, Mailbox& mailbox, uint32_t ctrl_seq, uint32_t ctrl_op,
   wire::Header h{};
   const bool classify = !d.mac_error && d.len <= wire::kMaxFrameBytes;
   const wire::FrameClass cls =
-      classify ? wire::classify_frame(header, d.len, rules.udp_port(), h) : wire::FrameClass::kNotPanama;
+      classify ? wire::classify_frame(header, d.len, rules.udp_port(), h, Rules::kElemTypes)
+               : wire::FrameClass::kNotPanama;
   FrameDecision fd{};
   rules.decide(cls, h, d.len, d.mac_error, fd);
   outcome = fd.outcome;
@@ -225,39 +269,60 @@ void decide(Rules& rules, Mailbox& mailbox, uint32_t ctrl_seq, uint32_t ctrl_op,
   sc.op = fd.op;
   sc.emit = fd.emit;
   sc.frame_beats = d.beats;
-  sc.payload_beats = beats_for_elems(fd.op == SlotOp::kReemit ? fd.out.elem_count : fd.elem_count);
-  sc.base = (2 * fd.slot + fd.bank) * SlotWords;
+  sc.elem_type = fd.op == SlotOp::kReemit ? fd.out.elem_type : fd.elem_type;
+  sc.half = wire::elem_bytes(sc.elem_type) == 2;
+  sc.payload_beats =
+      beats_for_elems(fd.op == SlotOp::kReemit ? fd.out.elem_count : fd.elem_count, sc.elem_type);
+  sc.base = (2 * fd.slot + fd.bank) * bank_words(SlotWords);
   slot_out.write(sc);
 
   ec.pass = fd.op == SlotOp::kPass;
   ec.emit = fd.emit;
-  ec.len = ec.pass ? d.len : wire::frame_length(fd.out.elem_count);
-  ec.beats = ec.pass ? d.beats : kHeaderBeats + beats_for_elems(fd.out.elem_count);
+  ec.len = ec.pass ? d.len : wire::frame_length(fd.out.elem_count, fd.out.elem_type);
+  ec.beats = ec.pass ? d.beats : kHeaderBeats + beats_for_elems(fd.out.elem_count, fd.out.elem_type);
   ec.out = fd.out;
   emit_out.write(ec);
 }
 
-// Applies the slot command to the frame's beats and the slot memory.
-inline void accumulate(Word512* slot_mem, hlsc::stream<SlotCmd>& cmd_in, hlsc::stream<Word512>& frame_in,
-                       hlsc::stream<Word512>& beats_out) {
+// Applies the slot command to the frame's beats and the slot memory (arrays
+// `lo` and `hi`, see the top of this file).
+inline void accumulate(Word512* slot_lo, Word512* slot_hi, hlsc::stream<SlotCmd>& cmd_in,
+                       hlsc::stream<Word512>& frame_in, hlsc::stream<Word512>& beats_out) {
   const SlotCmd c = cmd_in.read();
   if (!c.valid) return;
   const bool payload_op = c.op == SlotOp::kLoad || c.op == SlotOp::kAdd;
   PANAMA_LOOP(accumulate_beats)
   for (uint32_t b = 0; b < c.frame_beats; ++b) {
     PANAMA_HLS(PIPELINE II = 1)
-    // Beat b writes word base + b - 1 and reads only that word: no two beats
-    // of a frame touch the same word, and frames follow each other only after
-    // this loop has finished, so the read-modify-write carries no dependence
-    // from one iteration to the next.
-    PANAMA_HLS(DEPENDENCE variable = slot_mem type = inter dependent = false)
+    // Payload beat p of an fp32 frame reads and writes word base + p/2 of
+    // array p%2 only; of a 16-bit frame, word base + p of both arrays. No two
+    // beats of a frame touch the same word of an array, and frames follow
+    // each other only after this loop has finished, so the read-modify-write
+    // carries no dependence from one iteration to the next.
+    PANAMA_HLS(DEPENDENCE variable = slot_lo type = inter dependent = false)
+    PANAMA_HLS(DEPENDENCE variable = slot_hi type = inter dependent = false)
     const Word512 in = frame_in.read();
     const bool in_payload = payload_op && b >= kHeaderBeats && b < kHeaderBeats + c.payload_beats;
     Word512 result = in;
     if (in_payload) {
-      const uint32_t addr = c.base + b - kHeaderBeats;
-      if (c.op == SlotOp::kAdd) result = add_beat(slot_mem[addr], in);
-      slot_mem[addr] = result;
+      const uint32_t p = b - kHeaderBeats;
+      if (c.half) {
+        const uint32_t addr = c.base + p;
+        Word512 lo = widen_half_beat(c.elem_type, in, 0);
+        Word512 hi = widen_half_beat(c.elem_type, in, kLanes);
+        if (c.op == SlotOp::kAdd) {
+          lo = add_beat(slot_lo[addr], lo);
+          hi = add_beat(slot_hi[addr], hi);
+        }
+        slot_lo[addr] = lo;
+        slot_hi[addr] = hi;
+        result = round_beat(c.elem_type, lo, hi);
+      } else {
+        const uint32_t addr = c.base + p / 2;
+        Word512* mem = (p & 1u) ? slot_hi : slot_lo;
+        if (c.op == SlotOp::kAdd) result = add_beat(mem[addr], in);
+        mem[addr] = result;
+      }
     }
     // One stream write per iteration: the frame itself, or the new aggregate.
     if (c.op == SlotOp::kPass || (in_payload && c.emit)) beats_out.write(result);
@@ -266,7 +331,11 @@ inline void accumulate(Word512* slot_mem, hlsc::stream<SlotCmd>& cmd_in, hlsc::s
   PANAMA_LOOP(reemit_beats)
   for (uint32_t w = 0; w < c.payload_beats; ++w) {
     PANAMA_HLS(PIPELINE II = 1)
-    beats_out.write(slot_mem[c.base + w]);
+    if (c.half) {
+      beats_out.write(round_beat(c.elem_type, slot_lo[c.base + w], slot_hi[c.base + w]));
+    } else {
+      beats_out.write((w & 1u) ? slot_hi[c.base + w / 2] : slot_lo[c.base + w / 2]);
+    }
   }
 }
 
@@ -315,20 +384,21 @@ inline void egress(hlsc::stream<EmitCmd>& cmd_in, hlsc::stream<Word512>& beats_i
 // ------------------------------------------------------------- the region
 
 // The rules the decide stage keeps (table, slot generations, counters,
-// registers) for an engine of these sizes; the slot memory beside them holds
-// slot_mem_words() words of 512 bits (NumSlots x 2 banks x SlotWords).
+// registers) for an engine of these sizes; the slot memory beside them is
+// two arrays of slot_mem_words() words of 512 bits each (NumSlots x 2 banks
+// x bank_words(SlotWords)): SlotWords x 16 fp32 accumulators per bank.
 template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotWords>
-using Rules = EngineRules<NumEntries, NumSlots, SlotWords * kLanes>;
+using Rules = EngineRules<NumEntries, NumSlots, SlotWords * kLanes, wire::kElemTypeMaskAll>;
 
 constexpr uint32_t slot_mem_words(uint32_t num_slots, uint32_t slot_words) {
-  return num_slots * 2 * slot_words;
+  return num_slots * 2 * bank_words(slot_words);
 }
 
 // One invocation: at most one register access and one frame.
 template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotWords>
 void run(hlsc::stream<AxisWord>& s_axis, hlsc::stream<AxisWord>& m_axis, uint32_t ctrl_seq, uint32_t ctrl_op,
          uint32_t ctrl_addr, uint32_t ctrl_wdata, uint32_t* ctrl_ack, uint32_t* ctrl_rdata,
-         Rules<NumEntries, NumSlots, SlotWords>& rules, Mailbox& mailbox, Word512* slot_mem,
+         Rules<NumEntries, NumSlots, SlotWords>& rules, Mailbox& mailbox, Word512* slot_lo, Word512* slot_hi,
          EngineOutcome& outcome) {
   PANAMA_HLS(DATAFLOW)
   hlsc::stream<FrameDesc> desc;
@@ -346,7 +416,7 @@ void run(hlsc::stream<AxisWord>& s_axis, hlsc::stream<AxisWord>& m_axis, uint32_
   decide<Rules<NumEntries, NumSlots, SlotWords>, SlotWords>(rules, mailbox, ctrl_seq, ctrl_op, ctrl_addr,
                                                             ctrl_wdata, ctrl_ack, ctrl_rdata, desc, slot_cmd,
                                                             emit_cmd, outcome);
-  accumulate(slot_mem, slot_cmd, frame, beats);
+  accumulate(slot_lo, slot_hi, slot_cmd, frame, beats);
   egress(emit_cmd, beats, m_axis);
 }
 

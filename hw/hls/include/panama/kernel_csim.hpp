@@ -37,7 +37,9 @@ class KernelCsim {
   static constexpr uint32_t kSlotWords = SlotWords;
   static constexpr uint32_t kSlotCapacity = SlotWords * wire::kLanes;
 
-  KernelCsim() : slot_mem_(new hlsc::Word512[kernel::slot_mem_words(NumSlots, SlotWords)]) {}
+  KernelCsim()
+      : slot_lo_(new hlsc::Word512[kernel::slot_mem_words(NumSlots, SlotWords)]),
+        slot_hi_(new hlsc::Word512[kernel::slot_mem_words(NumSlots, SlotWords)]) {}
 
   uint32_t reg_read(uint32_t addr) {
     access(kernel::kCtrlOpRead, addr, 0);
@@ -81,7 +83,7 @@ class KernelCsim {
   // One invocation of the kernel's region with the given mailbox inputs.
   void invoke(uint32_t seq, uint32_t op, uint32_t addr, uint32_t wdata) {
     kernel::run<NumEntries, NumSlots, SlotWords>(in_, out_, seq, op, addr, wdata, &ack_, &rdata_, rules_,
-                                                 mailbox_, slot_mem_.get(), outcome_);
+                                                 mailbox_, slot_lo_.get(), slot_hi_.get(), outcome_);
   }
 
   // Reassembles the output beats into frames for `out`. Throws on framing
@@ -130,7 +132,7 @@ class KernelCsim {
   hlsc::stream<hlsc::AxisWord> in_, out_;
   kernel::Rules<NumEntries, NumSlots, SlotWords> rules_;
   kernel::Mailbox mailbox_ = {0, 0};
-  std::unique_ptr<hlsc::Word512[]> slot_mem_;
+  std::unique_ptr<hlsc::Word512[]> slot_lo_, slot_hi_;
   EngineOutcome outcome_ = {EngineAction::kPassed, 0, -1};
   uint32_t seq_ = 0;
   uint32_t ack_ = 0;

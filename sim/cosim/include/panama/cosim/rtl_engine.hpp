@@ -61,7 +61,9 @@ class RtlEngine {
   // Clocks of the slot-word read-add-write loop (panama_datapath ADD_LAT):
   // two contributions to one word are issued at least this far apart.
   static constexpr uint32_t kAddLoopClocks = 2;
-  using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords>;
+  // The model of this engine: the same sizes, and fp32 only (ELEM_TYPES 0x2),
+  // as the RTL sums fp32 only.
+  using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords, wire::kElemTypeMaskFloat32>;
 
   // `vcd_path`: write a waveform (only when built with PANAMA_RTL_TRACE).
   explicit RtlEngine(const std::string& vcd_path = "");

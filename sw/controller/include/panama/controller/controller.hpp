@@ -37,7 +37,7 @@ struct HostDesc {
 struct EngineCapacity {
   uint32_t table_entries = 64;   // (job, tree) entries (NUM_ENTRIES)
   uint32_t packet_memory = 512;  // slots in all (NUM_SLOTS); each entry gets a share Q of them
-  uint32_t slot_elems = 2304;    // fp32 elements one slot holds (SLOT_ELEMS)
+  uint32_t slot_elems = 2304;    // elements one slot holds, of any type (SLOT_ELEMS)
 };
 
 struct SwitchDesc {

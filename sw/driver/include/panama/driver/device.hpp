@@ -37,6 +37,7 @@ struct Identity {
   uint32_t num_entries = 0;
   uint32_t num_slots = 0;
   uint32_t slot_elems = 0;
+  uint32_t elem_types = 0;  // ELEM_TYPES: bit t = elem_type t summed (0x2 for maps before 1.2)
 };
 
 struct Status {

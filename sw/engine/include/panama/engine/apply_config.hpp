@@ -20,6 +20,9 @@ struct EngineInfo {
   uint32_t num_entries = 0;
   uint32_t num_slots = 0;
   uint32_t slot_elems = 0;
+  // ELEM_TYPES: bit t set when the engine sums elem_type t (register map
+  // 1.2 on; an engine of an older map sums fp32 only and reads 0x2 here).
+  uint32_t elem_types = 0;
 };
 
 // Why applying a configuration failed, for callers that react differently
