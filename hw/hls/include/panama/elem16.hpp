@@ -165,10 +165,43 @@ inline bool cpu_has_vector_path() {
 
 #define PANAMA_ELEM16_TARGET __attribute__((target("avx2,f16c")))
 
-PANAMA_ELEM16_TARGET inline __m256 widen8(bool bf16, const uint8_t* p) {
+template <bool Bf16>
+PANAMA_ELEM16_TARGET inline __m256 widen8(const uint8_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  if (Bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   return _mm256_cvtph_ps(h);
+}
+
+// Eight accumulators rounded to the type: bf16 as eight 32-bit lanes holding
+// the 16-bit results (NaN canonical), fp16 as eight 16-bit lanes.
+PANAMA_ELEM16_TARGET inline __m256i round8_bf16(const uint32_t* src) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+  const __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i nan32 = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7F800000));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+  const __m256i r =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  return _mm256_blendv_epi8(r, _mm256_set1_epi32(kBf16CanonicalNan), nan32);
+}
+
+PANAMA_ELEM16_TARGET inline __m128i round8_fp16(const uint32_t* src) {
+  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+  const __m128i h = _mm256_cvtps_ph(_mm256_castsi256_ps(x), _MM_FROUND_TO_NEAREST_INT);
+  // NaN lanes: the canonical NaN (the conversion keeps sign and payload).
+  const __m128i mag = _mm_and_si128(h, _mm_set1_epi16(0x7FFF));
+  const __m128i nan16 = _mm_cmpgt_epi16(mag, _mm_set1_epi16(0x7C00));
+  return _mm_blendv_epi8(h, _mm_set1_epi16(static_cast<short>(kFp16CanonicalNan)), nan16);
+}
+
+template <bool Bf16>
+PANAMA_ELEM16_TARGET void load_run(uint32_t* dst, const uint8_t* p, uint32_t n, uint32_t& i) {
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = widen8<Bf16>(p + 2 * i);
+    const __m256 b = widen8<Bf16>(p + 2 * i + 16);
+    _mm256_storeu_ps(reinterpret_cast<float*>(dst + i), a);
+    _mm256_storeu_ps(reinterpret_cast<float*>(dst + i + 8), b);
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(reinterpret_cast<float*>(dst + i), widen8<Bf16>(p + 2 * i));
 }
 
 PANAMA_ELEM16_TARGET inline __m256 add_canonical8(__m256 a, __m256 b) {
@@ -177,50 +210,41 @@ PANAMA_ELEM16_TARGET inline __m256 add_canonical8(__m256 a, __m256 b) {
   return _mm256_blendv_ps(sum, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kCanonicalNan))), nan);
 }
 
-PANAMA_ELEM16_TARGET inline __m128i round8(bool bf16, const uint32_t* src) {
-  const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
-  const __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i nan32 = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7F800000));
-  if (bf16) {
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)), lsb), 16);
-    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(kBf16CanonicalNan), nan32);
-    // Pack 8 x 32 -> 8 x 16 (values <= 0xFFFF); packus works per 128-bit half.
-    const __m256i packed = _mm256_packus_epi32(r, r);
-    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
-  }
-  const __m128i h = _mm256_cvtps_ph(_mm256_castsi256_ps(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // NaN lanes: the canonical NaN (the conversion keeps sign and payload).
-  const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(nan32), _mm256_extracti128_si256(nan32, 1));
-  return _mm_blendv_epi8(h, _mm_set1_epi16(static_cast<short>(kFp16CanonicalNan)), nan16);
-}
-
-PANAMA_ELEM16_TARGET inline void load_run(bool bf16, uint32_t* dst, const uint8_t* p, uint32_t n,
-                                          uint32_t& i) {
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(reinterpret_cast<float*>(dst + i), widen8(bf16, p + 2 * i));
-  }
-}
-
-PANAMA_ELEM16_TARGET inline void add_run(bool bf16, uint32_t* acc, const uint8_t* p, uint32_t n,
-                                         uint32_t& i) {
+template <bool Bf16>
+PANAMA_ELEM16_TARGET void add_run(uint32_t* acc, const uint8_t* p, uint32_t n, uint32_t& i) {
   for (; i + 16 <= n; i += 16) {
     float* a = reinterpret_cast<float*>(acc + i);
-    const __m256 s0 = add_canonical8(_mm256_loadu_ps(a), widen8(bf16, p + 2 * i));
-    const __m256 s1 = add_canonical8(_mm256_loadu_ps(a + 8), widen8(bf16, p + 2 * i + 16));
+    const __m256 s0 = add_canonical8(_mm256_loadu_ps(a), widen8<Bf16>(p + 2 * i));
+    const __m256 s1 = add_canonical8(_mm256_loadu_ps(a + 8), widen8<Bf16>(p + 2 * i + 16));
     _mm256_storeu_ps(a, s0);
     _mm256_storeu_ps(a + 8, s1);
   }
   for (; i + 8 <= n; i += 8) {
     float* a = reinterpret_cast<float*>(acc + i);
-    _mm256_storeu_ps(a, add_canonical8(_mm256_loadu_ps(a), widen8(bf16, p + 2 * i)));
+    _mm256_storeu_ps(a, add_canonical8(_mm256_loadu_ps(a), widen8<Bf16>(p + 2 * i)));
   }
 }
 
-PANAMA_ELEM16_TARGET inline void store_run(bool bf16, uint8_t* p, const uint32_t* src, uint32_t n,
-                                           uint32_t& i) {
+template <bool Bf16>
+PANAMA_ELEM16_TARGET void store_run(uint8_t* p, const uint32_t* src, uint32_t n, uint32_t& i) {
+  for (; i + 16 <= n; i += 16) {
+    if (Bf16) {
+      // packus works per 128-bit half: [a0..3 b0..3 | a4..7 b4..7]; reorder the 64-bit quarters.
+      const __m256i packed = _mm256_packus_epi32(round8_bf16(src + i), round8_bf16(src + i + 8));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 2 * i), _mm256_permute4x64_epi64(packed, 0xD8));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), round8_fp16(src + i));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i + 16), round8_fp16(src + i + 8));
+    }
+  }
   for (; i + 8 <= n; i += 8) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), round8(bf16, src + i));
+    if (Bf16) {
+      const __m256i packed = _mm256_packus_epi32(round8_bf16(src + i), _mm256_setzero_si256());
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i),
+                       _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0xD8)));
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 2 * i), round8_fp16(src + i));
+    }
   }
 }
 
@@ -246,7 +270,11 @@ inline void elem16_load_run(uint8_t t, uint32_t* dst, const uint8_t* payload_le,
 #if PANAMA_ELEM16_AVX2_PATH
   const uint32_t csr = _mm_getcsr();
   if (elem16_detail::cpu_has_vector_path() && (csr & kMxcsrControlMask) == kMxcsrIeeeDefault) {
-    elem16_detail::load_run(t == static_cast<uint8_t>(wire::ElemType::kBfloat16), dst, payload_le, n, i);
+    if (t == static_cast<uint8_t>(wire::ElemType::kBfloat16)) {
+      elem16_detail::load_run<true>(dst, payload_le, n, i);
+    } else {
+      elem16_detail::load_run<false>(dst, payload_le, n, i);
+    }
     _mm_setcsr(csr);
   }
 #endif
@@ -259,7 +287,11 @@ inline void elem16_add_run(uint8_t t, uint32_t* acc, const uint8_t* payload_le, 
 #if PANAMA_ELEM16_AVX2_PATH
   const uint32_t csr = _mm_getcsr();
   if (elem16_detail::cpu_has_vector_path() && (csr & kMxcsrControlMask) == kMxcsrIeeeDefault) {
-    elem16_detail::add_run(t == static_cast<uint8_t>(wire::ElemType::kBfloat16), acc, payload_le, n, i);
+    if (t == static_cast<uint8_t>(wire::ElemType::kBfloat16)) {
+      elem16_detail::add_run<true>(acc, payload_le, n, i);
+    } else {
+      elem16_detail::add_run<false>(acc, payload_le, n, i);
+    }
     _mm_setcsr(csr);  // the additions raised sticky flags; leave the caller's as they were
   }
 #endif
@@ -272,7 +304,11 @@ inline void elem16_store_run(uint8_t t, uint8_t* payload_le, const uint32_t* src
 #if PANAMA_ELEM16_AVX2_PATH
   const uint32_t csr = _mm_getcsr();
   if (elem16_detail::cpu_has_vector_path() && (csr & kMxcsrControlMask) == kMxcsrIeeeDefault) {
-    elem16_detail::store_run(t == static_cast<uint8_t>(wire::ElemType::kBfloat16), payload_le, src, n, i);
+    if (t == static_cast<uint8_t>(wire::ElemType::kBfloat16)) {
+      elem16_detail::store_run<true>(payload_le, src, n, i);
+    } else {
+      elem16_detail::store_run<false>(payload_le, src, n, i);
+    }
     _mm_setcsr(csr);
   }
 #endif
