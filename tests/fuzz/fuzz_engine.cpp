@@ -194,7 +194,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           PANAMA_FUZZ_CHECK(cls ==
                             (spec->entry.root ? wire::FrameClass::kResultDown : wire::FrameClass::kOk));
           PANAMA_FUZZ_CHECK(h.seq == seq && h.job_id == spec->entry.job && h.tree_id == spec->entry.tree);
-          PANAMA_FUZZ_CHECK(sent[0].bytes.size() == wire::frame_length(h.elem_count));
+          PANAMA_FUZZ_CHECK(sent[0].bytes.size() == wire::frame_length(h.elem_count, h.elem_type));
+          // The aggregate is in the type of the contribution that completed it or asked for it.
+          PANAMA_FUZZ_CHECK(h.elem_type == frame[wire::kPanamaElemType]);
           allowed.push_back(out_buf);
         }
         if (o.action != EngineAction::kReemitted) {

@@ -44,8 +44,10 @@ class ByteReader {
 inline void repair_lengths(uint8_t* f, uint32_t len) {
   if (len < wire::kPayloadOffset) return;
   const uint16_t n = wire::load_be16(f + wire::kPanamaElemCount);
-  wire::store_be16(f + wire::kIpTotalLen, static_cast<uint16_t>(wire::ip_total_length(n)));
-  wire::store_be16(f + wire::kUdpLength, static_cast<uint16_t>(wire::udp_length(n)));
+  // The lengths of the frame's element type (fp32's for a value that is no type).
+  const uint8_t t = wire::elem_bytes(f[wire::kPanamaElemType]) != 0 ? f[wire::kPanamaElemType] : 1;
+  wire::store_be16(f + wire::kIpTotalLen, static_cast<uint16_t>(wire::ip_total_length(n, t)));
+  wire::store_be16(f + wire::kUdpLength, static_cast<uint16_t>(wire::udp_length(n, t)));
   wire::store_be16(f + wire::kIpChecksum, 0);
   wire::store_be16(f + wire::kIpChecksum, wire::ipv4_header_checksum(f + wire::kIpOffset));
 }
