@@ -208,3 +208,42 @@ TEST_CASE("the table output and the summary line") {
   CHECK(contains(r.err, "panama-pcap: processed " + std::to_string(frames) + " frames"));
   std::remove(out.c_str());
 }
+
+TEST_CASE("panama-sample-gen --dtype: 16-bit samples, halved payloads, the mixed sample's type mismatch") {
+  const std::string gen = PANAMA_SAMPLE_GEN_BIN;
+  size_t fp32_bytes = 0;
+  for (const std::string dtype : {"fp32", "bf16", "fp16", "mixed"}) {
+    INFO(dtype);
+    const std::string in = temp_path("dtype_" + dtype + ".pcap");
+    const std::string cfg = temp_path("dtype_" + dtype + ".json");
+    const std::string out = temp_path("dtype_" + dtype + ".out.pcap");
+    REQUIRE(run_program({gen, "--dtype", dtype, "--pcap", in, "--config", cfg}).exit_code == 0);
+    const RunResult r = pcap_tool({"--config", cfg, "--in", in, "--out", out, "--json", "-q"});
+    REQUIRE(r.exit_code == 0);
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& g = j["counters"]["global"];
+    // The same traffic in every type: the same frames summed and emitted.
+    CHECK(g["emitted"] == 52);
+    CHECK(g["drop_type_mismatch"] == (dtype == "mixed" ? 1 : 0));
+    CHECK(g["drop_bad_elem_type"] == 0);
+    // Each aggregate carries the type of its job's contributions.
+    size_t payload = 0;
+    for (const auto& rec : parse_pcap(read_file(out)).records) {
+      const std::vector<uint8_t>& f = rec.data;
+      wire::Header h{};
+      const auto cls =
+          wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), wire::kDefaultUdpPort, h);
+      if (cls != wire::FrameClass::kOk && cls != wire::FrameClass::kResultDown) continue;
+      if (h.job_id != 1 && h.job_id != 2) continue;  // the passing job-3 result
+      const uint8_t want = dtype == "fp32"   ? 1
+                           : dtype == "bf16" ? 2
+                           : dtype == "fp16" ? 3
+                                             : (h.job_id == 1 ? 2 : 3);
+      CHECK(h.elem_type == want);
+      payload += f.size() - wire::kPayloadOffset;
+    }
+    if (dtype == "fp32") fp32_bytes = payload;
+    if (dtype == "bf16" || dtype == "fp16") CHECK(2 * payload == fp32_bytes);
+    for (const auto& p : {in, cfg, out}) std::remove(p.c_str());
+  }
+}
