@@ -348,6 +348,9 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
       {"--poll lazy --size 4", {"busy, balanced, handoff"}},
       {"--fail-switch nowhere --size 4", {"no PSwitch named 'nowhere'"}},
       {"--topology dual-homed:3x1 --size 4", {"even number of leaves"}},
+      {"--baseline ring --dtype bf16 --size 4", {"--dtype bf16", "--baseline ring"}},
+      {"--dtype fp16 --size 3", {"--size 3", "multiple of 2 bytes (fp16"}},
+      {"--dtype fp64 --size 8", {"--dtype"}},
   };
   for (const auto& [args, names] : refused) {
     INFO(args);
@@ -421,6 +424,56 @@ TEST_CASE("node-spec files: a child refuses unknown and missing keys, naming the
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("did you mean --nodes"));
   std::filesystem::remove_all(dir);
+}
+
+// Its own CTest entry (test_cluster_dtype): hidden from the default run.
+// The same elements in fp32 and in bf16 (threads), then fp16 on two tiers
+// (processes): every result bit-exact against round-to-nearest-even of the
+// exact sum (per leaf, then at the root), most of them really rounded, and
+// the 16-bit runs move half the payload bytes in as many packets.
+TEST_CASE("virtual cluster: bf16 and fp16 allreduces, bit-exact after rounding, half the bytes", "[.dtype]") {
+  const uint64_t elems = 300001, epp = 512;  // not a multiple of the packet size
+  const std::string common = "--workers 4 --trees 2 --elems-per-packet 512 --iterations 2 ";
+  const Run fp32 = cluster("--nodes threads " + common + "--size " + std::to_string(4 * elems));
+  require_all_ok(fp32, 4);
+  const Run bf16 = cluster("--nodes threads " + common + "--dtype bf16 --size " + std::to_string(2 * elems));
+  require_all_ok(bf16, 4);
+  CHECK(fp32.summary["dtype"] == "fp32");
+  CHECK(bf16.summary["dtype"] == "bf16");
+  CHECK(fp32.summary["elements"] == elems);
+  CHECK(bf16.summary["elements"] == elems);
+  CHECK(bf16.summary["bytes"] == 2 * elems);
+  CHECK(fp32.summary["bytes"] == 4 * elems);
+  // Payload bytes of results taken, all workers and iterations: elements x 2 (x 4 for fp32).
+  const uint64_t got16 = bf16.summary["payload_bytes"]["1"]["completed"].get<uint64_t>();
+  const uint64_t got32 = fp32.summary["payload_bytes"]["1"]["completed"].get<uint64_t>();
+  CHECK(got16 == 2 * elems * 2 * 4);
+  CHECK(2 * got16 == got32);
+  CHECK(bf16.summary["payload_bytes"]["1"]["sent"].get<uint64_t>() >= got16);
+  for (const json& w : bf16.summary["workers"]) CHECK(w["dtype"] == "bf16");
+  // Rounding happened, ties included: the check compared rounded sums.
+  const json& r = bf16.summary["rounding"]["1"];
+  CHECK(r["checked"] == elems * 2 * 4);
+  CHECK(r["rounded"].get<uint64_t>() > elems);
+  CHECK(r["ties"].get<uint64_t>() > 0);
+  CHECK_THAT(bf16.output, Contains("bf16 rounding"));
+  // As many packets: sized in elements whatever the type.
+  for (uint64_t t = 0; t < 2; ++t) {
+    const json& e16 = pswitch_named(bf16.summary, "s0")["trees"][t]["engine"];
+    const json& e32 = pswitch_named(fp32.summary, "s0")["trees"][t]["engine"];
+    CHECK(e16["emitted"] == 2 * chunks_of_tree(elems, epp, 2, t));
+    CHECK(e16["emitted"] == e32["emitted"]);
+    CHECK(e16["aggregated"] == e32["aggregated"]);
+  }
+
+  // fp16 with a process per node, on two tiers: the leaves round their
+  // partial sums before the spines add them.
+  const Run fp16 =
+      cluster("--topology two-tier --workers 4 --trees 2 --iterations 1 --dtype fp16 --size 256KiB");
+  require_all_ok(fp16, 4);
+  CHECK(fp16.summary["dtype"] == "fp16");
+  CHECK(fp16.summary["payload_bytes"]["1"]["completed"] == (256u << 10) * 4);
+  CHECK(fp16.summary["rounding"]["1"]["rounded"].get<uint64_t>() > 0);
 }
 
 // Its own CTest entry (test_cluster_failover): hidden from the default run.

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
+#include "panama/cluster/test_data.hpp"
 #include "panama/engine/backend.hpp"
 #include "panama/table_entry.hpp"
 #include "support/frames.hpp"
@@ -184,15 +187,68 @@ void Rig::kill(uint32_t t) {
   });
 }
 
-void Rig::check_no_frame_references(const std::vector<float>& buf) {
-  early_finishes += net_->frames_referencing(buf.data(), 4 * buf.size());
+void Rig::check_no_frame_references(const void* p, size_t bytes) {
+  early_finishes += net_->frames_referencing(p, bytes);
 }
 
 float contribution(uint32_t w, uint32_t r, size_t i) {
   return static_cast<float>(static_cast<int>((w * 131 + r * 17 + i * 7) % 601) - 300);
 }
 
-uint64_t run_scenario(uint64_t seed, const Scenario& s) {
+double contribution16(uint32_t w, uint32_t r, size_t i, wire::ElemType type) {
+  const uint32_t h = static_cast<uint32_t>(w * 131 + r * 17 + i * 7);
+  const int m =
+      type == wire::ElemType::kBfloat16 ? static_cast<int>(h % 511) - 255 : static_cast<int>(h % 4095) - 2047;
+  return std::ldexp(m, static_cast<int>((h / 7) % 5) - 2);
+}
+
+namespace {
+
+wire::ElemType dtype_of(const Scenario& s, size_t r) {
+  return r < s.dtypes.size() ? s.dtypes[r] : wire::ElemType::kFloat32;
+}
+
+// Worker w's buffer for allreduce r of `s`.
+std::vector<uint8_t> scenario_buffer(const Scenario& s, uint32_t w, size_t r) {
+  const wire::ElemType t = dtype_of(s, r);
+  const size_t eb = wire::elem_bytes(static_cast<uint8_t>(t));
+  std::vector<uint8_t> b(s.sizes[r] * eb);
+  for (size_t i = 0; i < s.sizes[r]; ++i) {
+    if (t == wire::ElemType::kFloat32) {
+      const float v = contribution(w, static_cast<uint32_t>(r), i);
+      std::memcpy(&b[4 * i], &v, 4);
+    } else {
+      const uint16_t v = cluster::round16(contribution16(w, static_cast<uint32_t>(r), i, t), t);  // exact
+      std::memcpy(&b[2 * i], &v, 2);
+    }
+  }
+  return b;
+}
+
+// Elements of worker w's result of allreduce r that differ from the expected bits.
+size_t scenario_mismatches(const Scenario& s, const std::vector<uint8_t>& got, size_t r, size_t* rounded) {
+  const wire::ElemType t = dtype_of(s, r);
+  size_t wrong = 0;
+  for (size_t i = 0; i < s.sizes[r]; ++i) {
+    if (t == wire::ElemType::kFloat32) {
+      float sum = 0;
+      for (uint32_t k = 0; k < s.world; ++k) sum += contribution(k, static_cast<uint32_t>(r), i);
+      wrong += std::memcmp(&got[4 * i], &sum, 4) != 0;
+    } else {
+      double sum = 0;  // exact
+      for (uint32_t k = 0; k < s.world; ++k) sum += contribution16(k, static_cast<uint32_t>(r), i, t);
+      cluster::Rounding how = cluster::Rounding::kExact;
+      const uint16_t want = cluster::round16(sum, t, &how);
+      *rounded += how != cluster::Rounding::kExact;
+      wrong += std::memcmp(&got[2 * i], &want, 2) != 0;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace
+
+uint64_t run_scenario(uint64_t seed, const Scenario& s, uint64_t* rounded_out) {
   INFO("seed " << seed << " (set PANAMA_TEST_SEED to reproduce)");
   REQUIRE(make_plan(0, s.world, s.trees, s.elems, s.initial_cap).congestion.failover_after == 6);
   Setup setup;
@@ -202,14 +258,10 @@ uint64_t run_scenario(uint64_t seed, const Scenario& s) {
   setup.zero_copy = s.zero_copy;
   Rig c(seed, s.world, s.trees, s.elems, s.q, s.initial_cap, s.faults, setup);
   bool killed = s.kill_tree < 0;
-  std::vector<std::vector<std::vector<float>>> bufs(s.world);
+  std::vector<std::vector<std::vector<uint8_t>>> bufs(s.world);
   std::vector<std::vector<OpId>> ids(s.world);
   for (uint32_t w = 0; w < s.world; ++w) {
-    for (size_t r = 0; r < s.sizes.size(); ++r) {
-      std::vector<float> b(s.sizes[r]);
-      for (size_t i = 0; i < b.size(); ++i) b[i] = contribution(w, static_cast<uint32_t>(r), i);
-      bufs[w].push_back(std::move(b));
-    }
+    for (size_t r = 0; r < s.sizes.size(); ++r) bufs[w].push_back(scenario_buffer(s, w, r));
   }
   // Allreduces are issued at different times on different workers, several in flight.
   std::vector<size_t> issued(s.world, 0);
@@ -234,7 +286,8 @@ uint64_t run_scenario(uint64_t seed, const Scenario& s) {
     for (uint32_t w = 0; w < s.world; ++w) {
       if (!killed && issued[w] + 1 >= s.sizes.size()) continue;
       if (issued[w] < s.sizes.size() && c.rng() % 3 == 0) {
-        ids[w].push_back(c.worker(w).start(bufs[w][issued[w]].data(), bufs[w][issued[w]].size(), c.now()));
+        const size_t r = issued[w];
+        ids[w].push_back(c.worker(w).start(bufs[w][r].data(), s.sizes[r], dtype_of(s, r), c.now()));
         ++issued[w];
       }
       lagging |= issued[w] < s.sizes.size() && (killed || issued[w] + 1 < s.sizes.size());
@@ -242,7 +295,8 @@ uint64_t run_scenario(uint64_t seed, const Scenario& s) {
     c.step(s.kill_tree < 0 || !lagging);
     for (uint32_t w = 0; w < s.world; ++w) {
       for (size_t r = 0; r < ids[w].size(); ++r) {
-        if (c.worker(w).status(ids[w][r]) != OpStatus::kPending) c.check_no_frame_references(bufs[w][r]);
+        if (c.worker(w).status(ids[w][r]) != OpStatus::kPending)
+          c.check_no_frame_references(bufs[w][r].data(), bufs[w][r].size());
       }
     }
     REQUIRE(++steps < 1000000);
@@ -257,27 +311,29 @@ uint64_t run_scenario(uint64_t seed, const Scenario& s) {
               << st.duplicate_results << " ce " << st.results_ce << " reductions "
               << st.trees[0].cwnd_reductions << " bytes " << st.bytes_completed << "\n";
   }
-  uint64_t replayed_kept = 0;
+  uint64_t replayed_kept = 0, rounded_elements = 0;
+  uint64_t payload_bytes = 0;  // of all allreduces, in their types
+  for (size_t r = 0; r < s.sizes.size(); ++r)
+    payload_bytes += s.sizes[r] * wire::elem_bytes(static_cast<uint8_t>(dtype_of(s, r)));
   for (uint32_t w = 0; w < s.world; ++w) {
     CHECK_FALSE(c.worker(w).failed());
-    size_t expected_writes = 0;
+    size_t expected_writes = 0, rounded = 0;
     for (size_t r = 0; r < s.sizes.size(); ++r) {
       REQUIRE(c.worker(w).status(ids[w][r]) == OpStatus::kDone);
       expected_writes += (s.sizes[r] + s.elems - 1) / s.elems;
-      size_t wrong = 0;
-      for (size_t i = 0; i < s.sizes[r]; ++i) {
-        float sum = 0;
-        for (uint32_t k = 0; k < s.world; ++k) sum += contribution(k, static_cast<uint32_t>(r), i);
-        if (f2u(bufs[w][r][i]) != f2u(sum)) ++wrong;
-      }
-      CHECK(wrong == 0);
+      INFO("allreduce " << r << " of " << s.sizes[r] << " elements, type "
+                        << static_cast<int>(dtype_of(s, r)));
+      CHECK(scenario_mismatches(s, bufs[w][r], r, &rounded) == 0);
     }
+    rounded_elements += rounded;
     size_t twice = 0;
     for (auto& kv : c.writes[w]) twice += kv.second != 1;
     CHECK(c.writes[w].size() == expected_writes);
     CHECK(twice == 0);
     const CommStats st = c.worker(w).stats();
     CHECK(st.bytes_completed == st.bytes_issued);
+    CHECK(st.bytes_completed == payload_bytes);
+    CHECK(st.bytes_sent >= payload_bytes);
     CHECK(st.ops_completed == s.sizes.size());
     if (s.kill_tree >= 0) {
       CHECK(st.failovers == 1);
@@ -294,6 +350,7 @@ uint64_t run_scenario(uint64_t seed, const Scenario& s) {
       }
     }
   }
+  if (rounded_out) *rounded_out += rounded_elements;
   return replayed_kept;
 }
 

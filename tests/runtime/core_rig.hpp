@@ -73,9 +73,12 @@ class Rig {
   // only some workers (the multicast was cut part-way).
   void kill(uint32_t t);
 
-  // Zero-copy send: counts a finished allreduce whose buffer some frame
-  // still references (early_finishes).
-  void check_no_frame_references(const std::vector<float>& buf);
+  // Zero-copy send: counts a finished allreduce whose buffer (`bytes` at
+  // `p`) some frame still references (early_finishes).
+  void check_no_frame_references(const void* p, size_t bytes);
+  void check_no_frame_references(const std::vector<float>& buf) {
+    check_no_frame_references(buf.data(), 4 * buf.size());
+  }
 
   std::mt19937_64 rng;
   // Harness-side view per (worker, tree index): sequences sent but whose
@@ -103,11 +106,20 @@ class Rig {
 // the fp32 sum is exact whatever order the engine adds them in.
 float contribution(uint32_t w, uint32_t r, size_t i);
 
+// The same for a 16-bit type: m * 2^s exact in the type (|m| < 2^8 for
+// bf16, < 2^11 for fp16; s in [-2, 2]), so sums of a few workers are exact
+// in fp32 in any order but often need rounding to the type.
+double contribution16(uint32_t w, uint32_t r, size_t i, wire::ElemType type);
+
 struct Scenario {
   uint32_t world, trees, elems, q;
   uint16_t initial_cap;
   std::vector<size_t> sizes;
   Faults faults;
+  // Element type of each allreduce (missing ones: fp32). 16-bit results are
+  // checked against round-to-nearest-even of the exact sum, which the engine
+  // gives as its fp32 sum of these contributions is exact.
+  std::vector<wire::ElemType> dtypes{};
   int kill_tree = -1;      // with backups: this primary's PSwitch dies ...
   uint64_t kill_step = 0;  // ... at this step (no worker issues its last allreduce before)
   uint32_t failover_after = 6;
@@ -118,7 +130,9 @@ struct Scenario {
 // Runs the scenario's allreduces, issued at different times on different
 // workers, several in flight, and checks every result bit for bit, every
 // chunk written once, the window and cap bounds and, with a tree killed,
-// the failover. Returns the dead tree's replayed_kept summed over workers.
-uint64_t run_scenario(uint64_t seed, const Scenario& s);
+// the failover, and the payload bytes counted. Returns the dead tree's
+// replayed_kept summed over workers; adds to `*rounded` (if given) the
+// 16-bit result elements, over workers, whose exact sum needed rounding.
+uint64_t run_scenario(uint64_t seed, const Scenario& s, uint64_t* rounded = nullptr);
 
 }  // namespace panama::test::core

@@ -2,7 +2,8 @@
 // engine (LoopbackSwitch) as the root of every tree, several communicators
 // per port, several allreduces in flight, loss, and the error paths. With two
 // workers a result is a single fp32 addition a + b (commutative), so the
-// expected bits are computed here exactly, for arbitrary floats.
+// expected bits are computed here exactly, for arbitrary floats; for bf16 and
+// fp16 that sum rounded once to the type. The C API's typed calls too.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -12,11 +13,13 @@
 #include <thread>
 
 #include "eal_args.hpp"
+#include "panama/cluster/test_data.hpp"
 #include "panama/regmap.hpp"
 #include "panama/runtime/loopback_switch.hpp"
 #include "panama/runtime/runtime.hpp"
 #include "panama_runtime.h"
 #include "support/frames.hpp"
+#include "wire/seeded_rng.hpp"
 
 using namespace panama;
 using namespace panama::runtime;
@@ -295,7 +298,7 @@ TEST_CASE("api: results already received are read before any timer is checked") 
   CHECK(sw.global_counter(regmap::kGcEmitted) == 64);
 }
 
-TEST_CASE("api: the C API runs an allreduce and reports errors with codes and messages") {
+TEST_CASE("api: the C API runs allreduces (float and typed) and reports errors with codes and messages") {
   TwoWorkers net("f");
   LoopbackSwitchConfig sc;
   sc.ports = {net.s[0], net.s[1]};
@@ -346,7 +349,110 @@ TEST_CASE("api: the C API runs an allreduce and reports errors with codes and me
   CHECK(st.bytes_completed == 4000);
   CHECK(ts[0].cwnd_cap == 16);
   CHECK(std::string(panama_status_name(PANAMA_ERR_JOB_FAILED)) == "job failed");
+
+  // Typed allreduces (panama_allreduce_typed, panama_allreduce_typed_async):
+  // bf16: 1 + 2^-8 is a tie that stays 1 (even); (1 + 2^-7) + 2^-8 goes up to 1 + 2^-6.
+  // fp16: 1 + 2^-11 and (1 + 2^-10) + 2^-11 likewise.
+  const struct {
+    panama_dtype dtype;
+    uint16_t a, b, want;
+  } cases[] = {{PANAMA_BFLOAT16, 0x3F80, 0x3B80, 0x3F80},
+               {PANAMA_BFLOAT16, 0x3F81, 0x3B80, 0x3F82},
+               {PANAMA_FLOAT16, 0x3C00, 0x1000, 0x3C00},
+               {PANAMA_FLOAT16, 0x3C01, 0x1000, 0x3C02}};
+  uint64_t bytes = st.bytes_completed;  // the float allreduce's
+  for (const auto& c : cases) {
+    INFO(panama_dtype_name(c.dtype) << " " << c.a << " + " << c.b);
+    std::vector<uint16_t> x(700, c.a), y(700, c.b);
+    panama_request* r = nullptr;
+    REQUIRE(panama_allreduce_typed_async(c0, x.data(), x.size(), c.dtype, &r) == PANAMA_OK);
+    REQUIRE(panama_allreduce_typed(c1, y.data(), y.size(), c.dtype) == PANAMA_OK);
+    CHECK(panama_request_wait_for(r, 10000) == PANAMA_OK);
+    panama_request_free(r);
+    CHECK(x == std::vector<uint16_t>(700, c.want));
+    CHECK(y == x);
+    bytes += 2 * 700;
+  }
+  // fp32 through the typed call is the float call.
+  std::vector<float> f(300, 1.5f), g(300, 2.0f);
+  panama_request* r = nullptr;
+  REQUIRE(panama_allreduce_typed_async(c0, f.data(), f.size(), PANAMA_FLOAT32, &r) == PANAMA_OK);
+  REQUIRE(panama_allreduce(c1, g.data(), g.size()) == PANAMA_OK);
+  CHECK(panama_request_wait(r) == PANAMA_OK);
+  panama_request_free(r);
+  CHECK(f == std::vector<float>(300, 3.5f));
+  bytes += 4 * 300;
+  REQUIRE(panama_comm_stats_get(c0, &st, nullptr, 0) == PANAMA_OK);
+  CHECK(st.bytes_completed == bytes);
+
+  // A dtype that is none: an error status and a message, nothing sent.
+  std::vector<uint16_t> v(10, 0x3F80);
+  CHECK(panama_allreduce_typed(c0, v.data(), v.size(), static_cast<panama_dtype>(4)) ==
+        PANAMA_ERR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(panama_last_error()),
+             Catch::Contains("dtype 4") && Catch::Contains("PANAMA_BFLOAT16"));
+  CHECK(panama_allreduce_typed_async(c0, v.data(), v.size(), static_cast<panama_dtype>(0), &r) ==
+        PANAMA_ERR_INVALID_ARGUMENT);
+  CHECK(r == nullptr);
+  CHECK_THAT(std::string(panama_last_error()), Catch::Contains("panama_allreduce_typed_async: dtype 0"));
+  CHECK(panama_allreduce_typed(c0, nullptr, 3, PANAMA_FLOAT16) == PANAMA_ERR_INVALID_ARGUMENT);
+  CHECK(v == std::vector<uint16_t>(10, 0x3F80));
+  CHECK(std::string(panama_dtype_name(PANAMA_BFLOAT16)) == "bf16");
+  CHECK(std::string(panama_dtype_name(static_cast<panama_dtype>(9))) == "unknown dtype");
+  panama_comm_stats after;
+  REQUIRE(panama_comm_stats_get(c0, &after, nullptr, 0) == PANAMA_OK);
+  CHECK(after.packets_sent == st.packets_sent);
+  CHECK(after.ops_started == st.ops_started);
   panama_comm_destroy(c0);
   panama_comm_destroy(c1);
   panama_runtime_destroy(rt);
+}
+
+// 16-bit allreduces through DPDK and the loopback engine: two workers, so a
+// result is round(fp32(a) + fp32(b)) (commutative), computed here with the
+// independent rounding of panama/cluster/test_data.hpp, for random patterns
+// of every class; the bytes are counted in the type.
+TEST_CASE("api: bf16 and fp16 allreduces, blocking and async, are bit-exact in their type") {
+  const uint64_t seed = panama::test::test_seed("api elem16");
+  std::mt19937_64 rng(seed);
+  TwoWorkers net("h");
+  LoopbackSwitchConfig sc;
+  sc.ports = {net.s[0], net.s[1]};
+  sc.entries.push_back({12, 0, 2, 0x3, 16});
+  sc.entries.push_back({12, 1, 2, 0x3, 16});
+  LoopbackSwitch sw(eal(), sc);
+  auto rt0 = Runtime::create(eal());
+  auto rt1 = Runtime::create(eal());
+  auto c0 = rt0->communicator(worker_plan(12, 0, 2, 256), net.w[0]);
+  auto c1 = rt1->communicator(worker_plan(12, 1, 2, 256), net.w[1]);
+  size_t bytes = 0;
+  for (wire::ElemType t : {wire::ElemType::kBfloat16, wire::ElemType::kFloat16}) {
+    INFO(cluster::dtype_name(t));
+    const size_t n = 5000 + rng() % 3000;
+    std::vector<uint16_t> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<uint16_t>(rng());
+      b[i] = static_cast<uint16_t>(rng());
+    }
+    auto x = a, y = b;
+    auto h = c0->allreduce_async(x.data(), n, t);
+    c1->allreduce(y.data(), n, t);
+    h.wait();
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const float sum =
+          static_cast<float>(cluster::value16(a[i], t)) + static_cast<float>(cluster::value16(b[i], t));
+      const uint16_t want = cluster::round16(sum, t);
+      wrong += x[i] != want || y[i] != want;
+    }
+    CHECK(wrong == 0);
+    bytes += 2 * n;
+  }
+  CHECK(c0->stats().bytes_completed == bytes);
+  CHECK(c1->stats().bytes_issued == bytes);
+  std::vector<uint16_t> v(4);
+  CHECK_THROWS_WITH(c0->allreduce(v.data(), v.size(), static_cast<wire::ElemType>(0)),
+                    Catch::Contains("element type 0"));
+  CHECK(sw.global_counter(regmap::kGcDropBadElemType) == 0);
+  CHECK(sw.global_counter(regmap::kGcDropTypeMismatch) == 0);
 }

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "panama/cluster/test_data.hpp"
+
 namespace panama::cluster {
 
 namespace {
@@ -47,12 +49,13 @@ int ClusterRun::plan() {
     finish_run_dir(run_, true, "panama-cluster");
     return 2;
   }
-  const double size_bytes = static_cast<double>(opt_.elems) * 4.0;
+  const double size_bytes = static_cast<double>(tensor_bytes(opt_));
   std::fprintf(stderr,
                "panama-cluster: %s topology, %zu PSwitch(es), %u job(s) x %u workers, %u tree(s) per job, "
-               "%s x %u allreduces, links %.3g Gbit/s%s, %s\n",
+               "%s (%llu %s elements) x %u allreduces, links %.3g Gbit/s%s, %s\n",
                opt_.topology.c_str(), dep.switches.size(), opt_.jobs, opt_.workers, opt_.trees,
-               human_bytes(size_bytes).c_str(), opt_.iterations, opt_.link_gbps,
+               human_bytes(size_bytes).c_str(), static_cast<unsigned long long>(opt_.elems),
+               dtype_name(opt_.dtype), opt_.iterations, opt_.link_gbps,
                (opt_.loss + opt_.dup + opt_.reorder) > 0 ? " (fault injection on)" : "",
                launcher_->description().c_str());
   if (opt_.ring_baseline)
@@ -89,7 +92,8 @@ void ClusterRun::progress_line(uint64_t done_bytes, double total_bytes, double e
 // 3. Until every worker is done: progress, failure injection, a PSwitch
 // that dies, a signal, a stall.
 void ClusterRun::supervise() {
-  const double size_bytes = static_cast<double>(opt_.elems) * 4.0;
+  // Progress counts payload bytes (the workers' bytes_completed).
+  const double size_bytes = static_cast<double>(tensor_bytes(opt_));
   const double total_bytes = size_bytes * opt_.iterations * static_cast<double>(workers_.size());
   const auto start = Clock::now();
   auto last_progress = start;

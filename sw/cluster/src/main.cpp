@@ -12,6 +12,7 @@
 #include "panama/cluster/cluster.hpp"
 #include "panama/cluster/cluster_cli.hpp"
 #include "panama/cluster/node_spec.hpp"
+#include "panama/cluster/test_data.hpp"
 
 namespace {
 
@@ -25,6 +26,9 @@ std::string option_not_for_mode(const CLI::App& app, const ClusterOptions& o) {
     return "--zero-copy-send applies to --nodes threads (net_ring links) only, not to --nodes processes "
            "(memif copies every frame anyway)";
   if (!o.ring_baseline && given("--ring-channels")) return "--ring-channels applies to --baseline ring only";
+  if (o.ring_baseline && o.dtype != panama::wire::ElemType::kFloat32)
+    return std::string("--dtype ") + panama::cluster::dtype_name(o.dtype) +
+           " applies to in-network aggregation only, not to --baseline ring (the ring baseline sums fp32)";
   if (o.ring_baseline) {
     // The ring baseline has no trees, engine slots or PANAMA protocol.
     for (const char* name :
@@ -52,16 +56,24 @@ int main(int argc, char** argv) {
       "interrupted.");
   pc::add_cluster_options(app, o);
   // Traffic
+  uint64_t size_bytes = 64u << 20;  // turned into elements once --dtype is known
   pc::add_parsed_option(
       app, "--size",
-      [&o](const std::string& v) {
-        const uint64_t bytes = pc::parse_size(v);
-        if (bytes == 0 || bytes % 4 != 0)
-          throw std::invalid_argument("must be a positive multiple of 4 bytes (fp32), got " +
-                                      std::to_string(bytes));
-        o.elems = bytes / 4;
+      [&size_bytes](const std::string& v) {
+        size_bytes = pc::parse_size(v);
+        if (size_bytes == 0) throw std::invalid_argument("must be a positive number of bytes");
       },
-      "bytes per allreduce, a multiple of 4 (fp32): 64MiB, 100KB, 400012 (100003 elements)", "64MiB")
+      "bytes per allreduce, a multiple of the element size (4 for fp32, 2 for bf16 and fp16): 64MiB, 100KB, "
+      "400012 (100003 fp32 elements)",
+      "64MiB")
+      ->group(pc::kTrafficGroup);
+  std::string dtype = "fp32";
+  app.add_option(
+         "--dtype", dtype,
+         "element type of the allreduces: fp32, or bf16 / fp16 (summed in fp32 by the engines, rounded "
+         "once per sum; half the bytes of fp32 for the same elements)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str()
       ->group(pc::kTrafficGroup);
   app.add_option("--iterations", o.iterations, "allreduces to run")
       ->check(CLI::Range(1, 100000))
@@ -135,6 +147,15 @@ int main(int argc, char** argv) {
 
   o.ring_baseline = baseline == "ring";
   o.in_process = nodes == "threads";
+  pc::parse_dtype(dtype, o.dtype);  // checked by CLI11
+  const uint32_t eb = panama::wire::elem_bytes(static_cast<uint8_t>(o.dtype));
+  if (size_bytes % eb != 0) {
+    std::fprintf(stderr,
+                 "panama-cluster: --size %llu: must be a positive multiple of %u bytes (%s elements)\n",
+                 static_cast<unsigned long long>(size_bytes), eb, dtype.c_str());
+    return 2;
+  }
+  o.elems = size_bytes / eb;
   std::string bad = pc::check_cluster_options(app, o);
   if (bad.empty()) bad = option_not_for_mode(app, o);
   if (!bad.empty()) {
@@ -142,15 +163,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Refuse what cannot fit instead of dying of std::bad_alloc in every worker.
-  const uint64_t need = pc::worker_memory_bytes(o.elems, o.workers, o.jobs);
+  const uint64_t need = pc::worker_memory_bytes(o.elems, eb, o.workers, o.jobs);
   const uint64_t avail = pc::mem_available_bytes();
   if (avail > 0 && need > avail) {
     std::fprintf(
         stderr,
         "panama-cluster: %.1f GiB per allreduce need about %.1f GiB in the workers (%u workers x %u "
         "job(s), data and reference copy each); this machine has %.1f GiB available (MemAvailable)\n",
-        static_cast<double>(o.elems) * 4.0 / (1u << 30), static_cast<double>(need) / (1u << 30), o.workers,
-        o.jobs, static_cast<double>(avail) / (1u << 30));
+        static_cast<double>(pc::tensor_bytes(o)) / (1u << 30), static_cast<double>(need) / (1u << 30),
+        o.workers, o.jobs, static_cast<double>(avail) / (1u << 30));
     return 2;
   }
   return pc::run_cluster(o);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "panama/cluster/ring_baseline.hpp"
+#include "panama/cluster/test_data.hpp"
 #include "panama/cluster/worker.hpp"
 #include "panama/config/node_config.hpp"
 #include "panama/pswitch/pswitch_process.hpp"
@@ -102,6 +103,10 @@ void write_node_spec(const std::string& path, const NodeSpecFile& s) {
     j["elems"] = w.elems;
     j["iterations"] = w.iterations;
     j["streaming_copy_bytes"] = w.streaming_copy_bytes;
+    if (s.role == NodeSpecFile::Role::kWorker) {
+      j["dtype"] = dtype_name(w.dtype);
+      j["leaf_of_rank"] = w.leaf_of_rank;
+    }
     if (s.role == NodeSpecFile::Role::kRingWorker) {
       j["ring_channels"] = w.ring_channels;
       j["left"] = config::format_mac(s.peers.left);
@@ -162,6 +167,16 @@ NodeSpecFile read_node_spec(const std::string& path) {
     w.streaming_copy_bytes = r.num("streaming_copy_bytes");
     w.file_prefix = s.dpdk_prefix;
     w.idle = s.poll;
+    if (s.role == NodeSpecFile::Role::kWorker) {
+      const std::string dtype = r.str("dtype");
+      if (!parse_dtype(dtype, w.dtype))
+        throw std::runtime_error(path + ": key 'dtype' is '" + dtype + "' (fp32, bf16 or fp16)");
+      for (const json& v : r.at("leaf_of_rank", json::value_t::array)) {
+        if (!v.is_number_unsigned() || v.get<uint64_t>() > 255)
+          throw std::runtime_error(path + ": key 'leaf_of_rank' must list PSwitch indices (0..255)");
+        w.leaf_of_rank.push_back(v.get<uint32_t>());
+      }
+    }
     if (s.role == NodeSpecFile::Role::kRingWorker) {
       w.ring_channels = r.num32("ring_channels");
       s.peers.left = r.mac("left");

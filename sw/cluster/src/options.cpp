@@ -82,9 +82,9 @@ uint64_t parse_size(const std::string& text) {
   return bytes;
 }
 
-uint64_t worker_memory_bytes(uint64_t elems, uint32_t workers_per_job, uint32_t jobs) {
+uint64_t worker_memory_bytes(uint64_t elems, uint32_t elem_bytes, uint32_t workers_per_job, uint32_t jobs) {
   const unsigned __int128 need =
-      static_cast<unsigned __int128>(elems) * 4u * 2u * workers_per_job * std::max<uint32_t>(jobs, 1);
+      static_cast<unsigned __int128>(elems) * elem_bytes * 2u * workers_per_job * std::max<uint32_t>(jobs, 1);
   return need > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(need);
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "panama/cluster/node_spec.hpp"
+#include "panama/cluster/test_data.hpp"
 
 namespace panama::cluster {
 
@@ -416,6 +417,22 @@ std::string self_exe() {
   return buf;
 }
 
+std::vector<uint32_t> leaf_of_rank(const controller::Deployment& dep, uint16_t job) {
+  std::vector<uint32_t> out;
+  for (const auto& w : dep.workers) {
+    if (w.plan.job_id != job) continue;
+    if (out.size() < w.plan.world_size) out.resize(w.plan.world_size, 0);
+    for (size_t s = 0; s < dep.switches.size(); ++s) {
+      const auto& ports = dep.switches[s].settings.ports;
+      if (std::any_of(ports.begin(), ports.end(), [&](const auto& p) { return p.name == w.host; })) {
+        out.at(w.plan.rank) = static_cast<uint32_t>(s);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 int plan_run_or_report(const ClusterOptions& opt, PlannedRun& run, const char* tool) {
   try {
     run = plan_run(opt);
@@ -437,7 +454,10 @@ json summary_header(const ClusterOptions& opt, bool in_process) {
                   {"workers_per_job", opt.workers},
                   {"jobs", opt.jobs},
                   {"trees", opt.trees},
-                  {"bytes", opt.elems * 4},
+                  {"dtype", dtype_name(opt.dtype)},
+                  {"elem_bytes", wire::elem_bytes(static_cast<uint8_t>(opt.dtype))},
+                  {"elements", opt.elems},
+                  {"bytes", tensor_bytes(opt)},
                   {"iterations", opt.iterations},
                   {"link_gbps", opt.link_gbps},
                   {"workers", json::array()},
@@ -447,17 +467,22 @@ json summary_header(const ClusterOptions& opt, bool in_process) {
 }
 
 void report_jobs(const ClusterOptions& opt, json& summary) {
-  const double size_bytes = static_cast<double>(opt.elems) * 4.0;
+  const double size_bytes = static_cast<double>(tensor_bytes(opt));
   // Goodput per job: tensor bytes over the slowest worker's time per iteration.
   for (uint32_t j = 1; j <= opt.jobs; ++j) {
     std::vector<double> worst(opt.iterations, 0.0);
     const json* rank0 = nullptr;
-    uint64_t retrans = 0, timeouts = 0;
+    uint64_t retrans = 0, timeouts = 0, sent = 0, received = 0, rounded = 0, ties = 0, checked = 0;
     for (const json& r : summary["workers"]) {
       if (r.value("job", 0u) != j || !r.contains("seconds")) continue;
       if (r.value("rank", 1u) == 0) rank0 = &r;
       retrans += r.value("retransmissions", uint64_t{0});
       timeouts += r.value("timeouts", uint64_t{0});
+      sent += r.value("payload_bytes_sent", uint64_t{0});
+      received += r.value("payload_bytes_completed", uint64_t{0});
+      rounded += r.value("rounded_elements", uint64_t{0});
+      ties += r.value("tie_elements", uint64_t{0});
+      checked += r.value("checked_elements", uint64_t{0});
       for (size_t i = 0; i < r["seconds"].size() && i < worst.size(); ++i) {
         worst[i] = std::max(worst[i], r["seconds"][i].get<double>());
       }
@@ -482,6 +507,26 @@ void report_jobs(const ClusterOptions& opt, json& summary) {
         gbps, best, opt.link_gbps > 0 ? 100.0 * gbps / opt.link_gbps : 0.0, opt.link_gbps,
         static_cast<unsigned long long>(retrans), static_cast<unsigned long long>(timeouts));
     summary["goodput_gbps"][std::to_string(j)] = gbps;
+    // Payload bytes of the job's frames, all workers: up (contributions,
+    // retransmissions included) and down (results taken into the buffers).
+    std::printf(
+        "  payload %s sent up, %s of results taken (all workers; %llu elements of %s per allreduce)\n",
+        human_bytes(static_cast<double>(sent)).c_str(), human_bytes(static_cast<double>(received)).c_str(),
+        static_cast<unsigned long long>(opt.elems), dtype_name(opt.dtype));
+    summary["payload_bytes"][std::to_string(j)] = {{"sent", sent}, {"completed", received}};
+    if (opt.dtype != wire::ElemType::kFloat32 && checked > 0) {
+      // The workers' check: every element against the exact sum rounded to
+      // nearest even (each leaf's partial sum first, on two tiers).
+      std::printf(
+          "  %s rounding: %llu of %llu result elements checked needed it (%llu ties to even; reference: "
+          "%s)\n",
+          dtype_name(opt.dtype), static_cast<unsigned long long>(rounded),
+          static_cast<unsigned long long>(checked), static_cast<unsigned long long>(ties),
+          opt.topology == "single"
+              ? "the exact sum rounded to nearest even"
+              : "each leaf's exact sum rounded to nearest even, their sum rounded again");
+      summary["rounding"][std::to_string(j)] = {{"checked", checked}, {"rounded", rounded}, {"ties", ties}};
+    }
     // Tree failover: per dead tree, over the job's workers, the time from its
     // last result to the worker declaring it dead and to the agreed restart
     // (the first result on the standby tree): the time to recover.

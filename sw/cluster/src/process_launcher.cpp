@@ -74,6 +74,8 @@ class ProcessLauncher final : public NodeLauncher {
       file.worker.iterations = opt.iterations;
       file.worker.streaming_copy_bytes = opt.streaming_copy_bytes;
       file.worker.ring_channels = opt.ring_channels;
+      file.worker.dtype = opt.dtype;
+      if (!opt.ring_baseline) file.worker.leaf_of_rank = leaf_of_rank(run.dep, w.plan.job_id);
       if (opt.ring_baseline) {
         // Neighbours in rank order within the job.
         const uint32_t n = w.plan.world_size;

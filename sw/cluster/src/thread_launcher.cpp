@@ -146,6 +146,8 @@ class ThreadLauncher final : public NodeLauncher {
       slot->opt.iterations = opt.iterations;
       slot->opt.idle = poll;
       slot->opt.ring_channels = opt.ring_channels;
+      slot->opt.dtype = opt.dtype;
+      if (!opt.ring_baseline) slot->opt.leaf_of_rank = leaf_of_rank(dep, w.plan.job_id);
       if (opt.ring_baseline) {
         const uint32_t n = w.plan.world_size;
         for (const auto& o : dep.workers) {

@@ -1,5 +1,7 @@
 // A virtual-cluster worker (worker.hpp): one Communicator on its port(s),
-// `iterations` allreduces of exact-summing data, each checked bit for bit.
+// `iterations` allreduces of exact-summing data, each checked bit for bit
+// (fp32: against the exact sum; bf16 / fp16: against its rounding to the
+// type, test_data.hpp).
 #include "panama/cluster/worker.hpp"
 
 #include <chrono>
@@ -28,6 +30,7 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
           {"cwnd_reductions", t.cwnd_reductions},
           {"srtt_us", t.srtt_us},
           {"bytes_completed", t.bytes_completed},
+          {"bytes_sent", t.bytes_sent},
           {"state", t.state},
           {"backup_for", t.backup_for},
           {"results_ignored", t.results_ignored},
@@ -84,14 +87,20 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
                            nlohmann::json report) {
   auto* comm = &comm_ref;
   try {
-    std::vector<float> data(opt.elems), ref(opt.elems);
+    const bool fp32 = opt.dtype == wire::ElemType::kFloat32;
+    std::vector<float> data(fp32 ? opt.elems : 0), ref(fp32 ? opt.elems : 0);
+    std::vector<uint16_t> data16(fp32 ? 0 : opt.elems);
     std::vector<double> seconds;
-    uint64_t mismatches = 0;
+    uint64_t mismatches = 0, rounded = 0, ties = 0, checked = 0;
     // Per-tree maxima over the run: cwnd never exceeds cwnd_cap.
     std::vector<double> max_cwnd(plan.trees.size(), 0.0);
     std::vector<uint32_t> cap_violations(plan.trees.size(), 0);
     for (uint32_t it = 0; it < opt.iterations; ++it) {
-      fill_tensor(data.data(), data.size(), opt.seed, it, plan.rank);
+      if (fp32) {
+        fill_tensor(data.data(), data.size(), opt.seed, it, plan.rank);
+      } else {
+        fill_tensor16(data16.data(), data16.size(), opt.dtype, opt.seed, it, plan.rank);
+      }
       // Every rank has checked the previous result and generated this
       // iteration's data before any of them starts: on shared CPUs, no
       // rank's test-data work runs while another one's allreduce is timed.
@@ -100,7 +109,8 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
       // is reported per iteration.
       const uint64_t completed_before = comm->stats().bytes_completed;
       const auto t0 = std::chrono::steady_clock::now();
-      auto h = comm->allreduce_async(data.data(), data.size());
+      auto h = fp32 ? comm->allreduce_async(data.data(), data.size())
+                    : comm->allreduce_async(data16.data(), data16.size(), opt.dtype);
       while (!h.wait_for(std::chrono::milliseconds(200))) {
         const runtime::CommStats s = comm->stats();
         for (size_t t = 0; t < s.trees.size() && t < max_cwnd.size(); ++t) {
@@ -111,13 +121,30 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
       }
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       seconds.push_back(dt);
-      reference_sum(ref.data(), ref.size(), opt.seed, it, plan.world_size);
-      size_t first = 0;
-      const size_t bad = count_mismatches(data.data(), ref.data(), data.size(), &first);
-      if (bad != 0) {
-        std::fprintf(stderr,
-                     "worker job %u rank %u iteration %u: %zu elements differ, first at %zu: %a != %a\n",
-                     plan.job_id, plan.rank, it, bad, first, data[first], ref[first]);
+      size_t bad = 0;
+      if (fp32) {
+        reference_sum(ref.data(), ref.size(), opt.seed, it, plan.world_size);
+        size_t first = 0;
+        bad = count_mismatches(data.data(), ref.data(), data.size(), &first);
+        if (bad != 0) {
+          std::fprintf(stderr,
+                       "worker job %u rank %u iteration %u: %zu elements differ, first at %zu: %a != %a\n",
+                       plan.job_id, plan.rank, it, bad, first, data[first], ref[first]);
+        }
+      } else {
+        const Check16 c = check_tensor16(data16.data(), data16.size(), opt.dtype, opt.seed, it,
+                                         plan.world_size, opt.leaf_of_rank);
+        bad = c.mismatches;
+        if (bad != 0) {
+          std::fprintf(stderr,
+                       "worker job %u rank %u iteration %u: %zu %s elements differ, first at %zu: 0x%04x != "
+                       "0x%04x\n",
+                       plan.job_id, plan.rank, it, bad, dtype_name(opt.dtype), c.first, c.first_got,
+                       c.first_want);
+        }
+        rounded += c.rounded;
+        ties += c.ties;
+        checked += data16.size();
       }
       mismatches += bad;
       progress(it + 1, 0);
@@ -125,6 +152,14 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
     const runtime::CommStats s = comm->stats();
     report["seconds"] = seconds;
     report["mismatches"] = mismatches;
+    report["dtype"] = dtype_name(opt.dtype);
+    report["payload_bytes_sent"] = s.bytes_sent;
+    report["payload_bytes_completed"] = s.bytes_completed;
+    if (!fp32) {
+      report["checked_elements"] = checked;
+      report["rounded_elements"] = rounded;
+      report["tie_elements"] = ties;
+    }
     report["retransmissions"] = s.retransmissions;
     report["timeouts"] = s.timeouts;
     report["results_ce"] = s.results_ce;

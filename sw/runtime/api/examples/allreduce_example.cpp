@@ -4,6 +4,9 @@
 // each rank can compute the exact expected sum over all ranks locally and
 // check the result bit for bit. Prints per-iteration progress and the
 // communicator's per-tree statistics at the end. Exit code 0 = all correct.
+// --dtype bf16|fp16 runs 16-bit allreduces (Communicator::allreduce(void*,
+// count, type)): the integers are then -1, 0 or 1, so every sum of up to 256
+// ranks is exact in the type as well.
 //
 //   panama-allreduce-example --plan worker0.json
 //       --eal "--no-huge -m 256 --no-pci --file-prefix=w0 --vdev=net_memif0,role=client,socket=/tmp/p.sock"
@@ -11,8 +14,11 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <sstream>
 
+#include "panama/elem16.hpp"
 #include "panama/runtime/loopback_switch.hpp"
 #include "panama/runtime/runtime.hpp"
 
@@ -20,8 +26,22 @@ using namespace panama::runtime;
 
 namespace {
 
-float value(uint32_t rank, uint32_t iter, size_t i) {
-  return static_cast<float>(static_cast<int>((rank * 7919 + iter * 104729 + i * 31) % 2001) - 1000);
+float value(uint32_t rank, uint32_t iter, size_t i, bool small) {
+  const uint64_t h = rank * 7919 + iter * 104729 + i * 31;
+  return static_cast<float>(small ? static_cast<int>(h % 3) - 1 : static_cast<int>(h % 2001) - 1000);
+}
+
+// The bits of `v` in `type` (little-endian in `out`); exact for the values used here.
+void store(uint8_t* out, float v, panama::wire::ElemType type) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if (type == panama::wire::ElemType::kFloat32) {
+    std::memcpy(out, &bits, 4);
+    return;
+  }
+  const uint16_t h =
+      type == panama::wire::ElemType::kBfloat16 ? panama::fp32_to_bf16(bits) : panama::fp32_to_fp16(bits);
+  std::memcpy(out, &h, 2);
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -39,10 +59,14 @@ int main(int argc, char** argv) {
   size_t elements = 1 << 20;
   unsigned iterations = 5, trees = 2;
   bool loopback = false;
+  std::string dtype = "fp32";
   app.add_option("--plan", plan_path, "job plan of this worker (JSON, docs/runtime.md)");
   app.add_option("--eal", eal, "DPDK EAL arguments (one string)")->capture_default_str();
   app.add_option("--device", device, "DPDK port (default: the plan's \"device\")");
-  app.add_option("--elements", elements, "floats per allreduce")
+  app.add_option("--dtype", dtype, "element type: fp32, bf16 or fp16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_option("--elements", elements, "elements per allreduce")
       ->capture_default_str()
       ->check(CLI::Range(size_t{0}, size_t{1} << 30));
   app.add_option("--iterations", iterations, "allreduces to run")
@@ -58,6 +82,13 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  const panama::wire::ElemType type = std::map<std::string, panama::wire::ElemType>{
+      {"fp32", panama::wire::ElemType::kFloat32},
+      {"bf16", panama::wire::ElemType::kBfloat16},
+      {"fp16",
+       panama::wire::ElemType::kFloat16}}.at(dtype);
+  const size_t eb = panama::wire::elem_bytes(static_cast<uint8_t>(type));
+  const bool small = type != panama::wire::ElemType::kFloat32;
   try {
     auto eal_obj = DpdkEal::initialize(split(eal));
     std::unique_ptr<LoopbackSwitch> sw;
@@ -84,26 +115,29 @@ int main(int argc, char** argv) {
     }
     auto rt = Runtime::create(eal_obj);
     auto comm = rt->communicator(plan, device);
-    std::printf("job %u rank %u/%u on %s: %zu floats x %u iterations, %zu tree(s), %u floats per packet\n",
-                plan.job_id, plan.rank, plan.world_size, comm->device().c_str(), elements, iterations,
-                plan.trees.size(), plan.elems_per_packet);
+    std::printf(
+        "job %u rank %u/%u on %s: %zu %s elements x %u iterations, %zu tree(s), %u elements per packet\n",
+        plan.job_id, plan.rank, plan.world_size, comm->device().c_str(), elements, dtype.c_str(), iterations,
+        plan.trees.size(), plan.elems_per_packet);
 
-    std::vector<float> buf(elements);
+    std::vector<uint8_t> buf(elements * eb);
     size_t wrong_total = 0;
     for (unsigned it = 0; it < iterations; ++it) {
-      for (size_t i = 0; i < elements; ++i) buf[i] = value(plan.rank, it, i);
+      for (size_t i = 0; i < elements; ++i) store(&buf[i * eb], value(plan.rank, it, i, small), type);
       const auto t0 = std::chrono::steady_clock::now();
-      comm->allreduce(buf.data(), buf.size());
+      comm->allreduce(buf.data(), elements, type);
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       size_t wrong = 0;
+      uint8_t expect_bits[4];
       for (size_t i = 0; i < elements; ++i) {
         float expect = 0;
-        for (uint32_t r = 0; r < plan.world_size; ++r) expect += value(r, it, i);
-        wrong += buf[i] != expect;
+        for (uint32_t r = 0; r < plan.world_size; ++r) expect += value(r, it, i, small);
+        store(expect_bits, expect, type);
+        wrong += std::memcmp(&buf[i * eb], expect_bits, eb) != 0;
       }
       wrong_total += wrong;
       std::printf("iteration %u: %.3f s, %.2f Gbit/s of tensor, %zu wrong elements\n", it, s,
-                  s > 0 ? 32.0 * elements / s / 1e9 : 0.0, wrong);
+                  s > 0 ? 8.0 * static_cast<double>(eb * elements) / s / 1e9 : 0.0, wrong);
     }
     const CommStats st = comm->stats();
     std::printf("sent %llu packets, received %llu results, %llu retransmissions, %llu duplicates, %llu CE\n",

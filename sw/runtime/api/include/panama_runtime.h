@@ -8,6 +8,7 @@
  *   if (panama_runtime_create(eal, 5, &rt) != PANAMA_OK) puts(panama_last_error());
  *   panama_comm_create(rt, "worker0.json", NULL, &comm);   // device from the plan
  *   panama_allreduce(comm, data, n);
+ *   panama_allreduce_typed(comm, bf16_data, n, PANAMA_BFLOAT16);  // uint16_t bf16_data[n]
  *   panama_comm_destroy(comm); panama_runtime_destroy(rt);
  */
 #ifndef PANAMA_RUNTIME_H
@@ -32,6 +33,16 @@ typedef enum panama_status {
   PANAMA_ERR_INTERNAL = 8
 } panama_status;
 
+/* Element types of an allreduce: the wire's elem_type values (docs/protocol.md
+ * section 7). 16-bit elements are little-endian uint16_t patterns; the engines
+ * widen them to fp32, add in fp32 and round the sum once to the type. */
+typedef enum panama_dtype {
+  PANAMA_FLOAT32 = 1,                 /* IEEE-754 binary32 (float) */
+  PANAMA_BFLOAT16 = 2,                /* bfloat16: the high 16 bits of a binary32 */
+  PANAMA_FLOAT16 = 3,                 /* IEEE-754 binary16 */
+  PANAMA_DTYPE_FORCE_INT = 0x7FFFFFFF /* not a type: keeps the enum int-sized */
+} panama_dtype;
+
 typedef struct panama_runtime panama_runtime;
 typedef struct panama_comm panama_comm;
 typedef struct panama_request panama_request;
@@ -55,12 +66,23 @@ void panama_comm_destroy(panama_comm* comm);
 panama_status panama_allreduce(panama_comm* comm, float* data, size_t count);
 /* Starts an allreduce; data must stay valid until the request completes. */
 panama_status panama_allreduce_async(panama_comm* comm, float* data, size_t count, panama_request** out);
+/* The same for `count` elements of `dtype` at `data` (count x 4 bytes for
+ * PANAMA_FLOAT32, count x 2 for PANAMA_BFLOAT16 / PANAMA_FLOAT16); the result
+ * is written back in the same type. A dtype that is none of panama_dtype's
+ * types returns PANAMA_ERR_INVALID_ARGUMENT. Every worker of the job must use
+ * the same type for the same allreduce. */
+panama_status panama_allreduce_typed(panama_comm* comm, void* data, size_t count, panama_dtype dtype);
+panama_status panama_allreduce_typed_async(panama_comm* comm, void* data, size_t count, panama_dtype dtype,
+                                           panama_request** out);
+/* "fp32", "bf16", "fp16"; "unknown dtype" otherwise. */
+const char* panama_dtype_name(panama_dtype dtype);
 /* *done = 1 when finished; returns the op's error if it failed. */
 panama_status panama_request_test(panama_request* req, int* done);
 panama_status panama_request_wait(panama_request* req);
 panama_status panama_request_wait_for(panama_request* req, uint32_t timeout_ms);
 void panama_request_free(panama_request* req);
 
+/* Bytes are payload bytes: elements x 4 (fp32) or x 2 (bf16, fp16). */
 typedef struct panama_tree_stats {
   uint8_t tree_id;
   uint64_t bytes_issued, bytes_completed;

@@ -52,6 +52,31 @@ panama_status guarded(F&& f) {
   }
 }
 
+// The wire type of a C dtype, false for a value that is none (read as an
+// int: a C caller may pass any value of the enum's size).
+bool elem_type_of(panama_dtype dtype, panama::wire::ElemType* out) {
+  switch (static_cast<int>(dtype)) {
+    case PANAMA_FLOAT32:
+      *out = panama::wire::ElemType::kFloat32;
+      return true;
+    case PANAMA_BFLOAT16:
+      *out = panama::wire::ElemType::kBfloat16;
+      return true;
+    case PANAMA_FLOAT16:
+      *out = panama::wire::ElemType::kFloat16;
+      return true;
+    default:
+      return false;
+  }
+}
+
+panama_status bad_dtype(const char* fn, panama_dtype dtype) {
+  return fail(PANAMA_ERR_INVALID_ARGUMENT, std::string(fn) + ": dtype " +
+                                               std::to_string(static_cast<int>(dtype)) +
+                                               " is none of PANAMA_FLOAT32 (1), PANAMA_BFLOAT16 (2) and "
+                                               "PANAMA_FLOAT16 (3)");
+}
+
 panama_status comm_create(panama_runtime* rt, const Plan& plan, const char* device, panama_comm** out) {
   auto c = std::make_unique<panama_comm>();
   c->comm = rt->rt->communicator(plan, device ? device : "");
@@ -155,6 +180,46 @@ panama_status panama_allreduce_async(panama_comm* comm, float* data, size_t coun
     *out = r.release();
     return PANAMA_OK;
   });
+}
+
+panama_status panama_allreduce_typed(panama_comm* comm, void* data, size_t count, panama_dtype dtype) {
+  if (!comm || (!data && count > 0))
+    return fail(PANAMA_ERR_INVALID_ARGUMENT, "panama_allreduce_typed: null argument");
+  panama::wire::ElemType type;
+  if (!elem_type_of(dtype, &type)) return bad_dtype("panama_allreduce_typed", dtype);
+  return guarded([&] {
+    comm->comm->allreduce(data, count, type);
+    return PANAMA_OK;
+  });
+}
+
+panama_status panama_allreduce_typed_async(panama_comm* comm, void* data, size_t count, panama_dtype dtype,
+                                           panama_request** out) {
+  if (!comm || !out || (!data && count > 0)) {
+    return fail(PANAMA_ERR_INVALID_ARGUMENT, "panama_allreduce_typed_async: null argument");
+  }
+  *out = nullptr;
+  panama::wire::ElemType type;
+  if (!elem_type_of(dtype, &type)) return bad_dtype("panama_allreduce_typed_async", dtype);
+  return guarded([&] {
+    auto r = std::make_unique<panama_request>();
+    r->handle = comm->comm->allreduce_async(data, count, type);
+    *out = r.release();
+    return PANAMA_OK;
+  });
+}
+
+const char* panama_dtype_name(panama_dtype dtype) {
+  switch (static_cast<int>(dtype)) {
+    case PANAMA_FLOAT32:
+      return "fp32";
+    case PANAMA_BFLOAT16:
+      return "bf16";
+    case PANAMA_FLOAT16:
+      return "fp16";
+    default:
+      return "unknown dtype";
+  }
 }
 
 panama_status panama_request_test(panama_request* req, int* done) {

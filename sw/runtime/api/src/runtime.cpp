@@ -351,6 +351,7 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
   // A dual-homed plan (devices[]): the second uplink's port too.
   std::vector<detail::PortState*> uplinks = {ps};
   if (plan.devices.size() == 2) uplinks.push_back(open_port(plan.devices[1]));
+  // fp32 frames are the largest: 16-bit allreduces send as many elements in half the payload.
   if (wire::frame_length(plan.elems_per_packet) > ps->port->max_frame_bytes()) {
     throw RuntimeError("job " + std::to_string(plan.job_id) + ": elems_per_packet " +
                        std::to_string(plan.elems_per_packet) + " makes " +
@@ -399,19 +400,31 @@ Communicator::~Communicator() {
   s.done_cv.notify_all();
 }
 
-AllreduceHandle Communicator::allreduce_async(float* data, size_t count) {
+AllreduceHandle Communicator::allreduce_async(void* data, size_t count, wire::ElemType type) {
+  if (wire::elem_bytes(static_cast<uint8_t>(type)) == 0) {
+    throw RuntimeError("allreduce: element type " + std::to_string(static_cast<unsigned>(type)) +
+                       " is none of fp32 (1), bf16 (2) and fp16 (3)");
+  }
   Shared& s = *state_->shared;
   OpId id;
   {
     std::lock_guard<std::mutex> lk(s.mu);
-    id = state_->core.start(data, count, detail::now_ns());
+    id = state_->core.start(data, count, type, detail::now_ns());
   }
   s.work_cv.notify_all();
   return AllreduceHandle(state_, id);
 }
 
+void Communicator::allreduce(void* data, size_t count, wire::ElemType type) {
+  allreduce_async(data, count, type).wait();
+}
+
+AllreduceHandle Communicator::allreduce_async(float* data, size_t count) {
+  return allreduce_async(data, count, wire::ElemType::kFloat32);
+}
+
 void Communicator::allreduce(float* data, size_t count) {
-  allreduce_async(data, count).wait();
+  allreduce_async(data, count, wire::ElemType::kFloat32).wait();
 }
 
 CommStats Communicator::stats() const {

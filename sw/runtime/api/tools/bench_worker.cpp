@@ -14,11 +14,17 @@
 // not be sums), so the figure is the worker's side alone; in ring mode the
 // in-process engine joins the two pieces on its own thread.
 //
+// --dtype bf16|fp16: allreduces of 16-bit elements; a packet of the same
+// payload bytes then carries twice the elements (the plan's elems_per_packet
+// is payload / element size).
+//
 // Prints ns/packet, packets/s and payload Gbit/s for each payload size.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <sstream>
 
 #include "panama/runtime/allreduce_core.hpp"
@@ -89,26 +95,42 @@ class EchoOut : public FrameOut {
   uint32_t n_ = 0;
 };
 
-void report(const char* mode, uint32_t elems, uint64_t packets, double seconds) {
-  const double ns = seconds * 1e9 / static_cast<double>(packets);
-  std::printf(
-      "%-4s payload %5u B (%4u floats): %8.1f ns/packet  %7.3f Mpps  %7.2f Gbit/s payload  (%llu packets)\n",
-      mode, elems * 4, elems, ns, packets / seconds / 1e6, packets * elems * 32.0 / seconds / 1e9,
-      static_cast<unsigned long long>(packets));
+const char* type_name(wire::ElemType t) {
+  return t == wire::ElemType::kFloat32 ? "fp32" : t == wire::ElemType::kBfloat16 ? "bf16" : "fp16";
 }
 
-void bench_core(uint32_t elems, unsigned trees, size_t floats, double min_seconds, size_t streaming,
-                bool zero_copy) {
+void report(const char* mode, uint32_t elems, wire::ElemType type, uint64_t packets, double seconds) {
+  const double ns = seconds * 1e9 / static_cast<double>(packets);
+  const uint32_t eb = wire::elem_bytes(static_cast<uint8_t>(type));
+  std::printf(
+      "%-4s payload %5u B (%4u %s): %8.1f ns/packet  %7.3f Mpps  %7.2f Gbit/s payload  (%llu packets)\n",
+      mode, elems * eb, elems, type_name(type), ns, packets / seconds / 1e6,
+      packets * elems * eb * 8.0 / seconds / 1e9, static_cast<unsigned long long>(packets));
+}
+
+// `elements` elements of `type` (1.0 in each type: 0x3F800000, 0x3F80, 0x3C00).
+std::vector<uint8_t> ones(size_t elements, wire::ElemType type) {
+  const uint32_t eb = wire::elem_bytes(static_cast<uint8_t>(type));
+  const uint32_t one = type == wire::ElemType::kFloat32    ? 0x3F800000u
+                       : type == wire::ElemType::kBfloat16 ? 0x3F80u
+                                                           : 0x3C00u;
+  std::vector<uint8_t> v(elements * eb);
+  for (size_t i = 0; i < elements; ++i) std::memcpy(&v[i * eb], &one, eb);  // little-endian host
+  return v;
+}
+
+void bench_core(uint32_t elems, wire::ElemType type, unsigned trees, size_t elements, double min_seconds,
+                size_t streaming, bool zero_copy) {
   AllreduceCore core(bench_plan(elems, trees));
   core.set_streaming_copy_bytes(streaming);
   core.set_zero_copy_send(zero_copy);
-  std::vector<float> buf(floats, 1.0f);
+  std::vector<uint8_t> buf = ones(elements, type);
   EchoOut out(zero_copy);
   uint64_t packets = 0;
   const auto t0 = std::chrono::steady_clock::now();
   double s = 0;
   do {
-    core.release(core.start(buf.data(), buf.size(), 0));
+    core.release(core.start(buf.data(), elements, type, 0));
     while (core.pending_ops() > 0) {
       core.poll(0, out, 128);
       out.feed(core, 0);
@@ -117,11 +139,11 @@ void bench_core(uint32_t elems, unsigned trees, size_t floats, double min_second
     s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   } while (s < min_seconds);
   if (core.stats().retransmissions != 0) std::fprintf(stderr, "warning: unexpected retransmissions\n");
-  report("core", elems, packets, s);
+  report("core", elems, type, packets, s);
 }
 
-void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_seconds, size_t streaming,
-                bool zero_copy, std::shared_ptr<DpdkEal> eal, unsigned idx) {
+void bench_ring(uint32_t elems, wire::ElemType type, unsigned trees, size_t elements, double min_seconds,
+                size_t streaming, bool zero_copy, std::shared_ptr<DpdkEal> eal, unsigned idx) {
   const auto names = eal->create_ring_pair("bw" + std::to_string(idx), "bs" + std::to_string(idx));
   LoopbackSwitchConfig sc;
   sc.ports = {names.second};
@@ -133,17 +155,17 @@ void bench_ring(uint32_t elems, unsigned trees, size_t floats, double min_second
   o.zero_copy_send = zero_copy;
   auto rt = Runtime::create(eal, o);
   auto comm = rt->communicator(bench_plan(elems, trees), names.first);
-  std::vector<float> buf(floats, 1.0f);
-  comm->allreduce(buf.data(), buf.size());  // warm-up (pools, cwnd)
+  std::vector<uint8_t> buf = ones(elements, type);
+  comm->allreduce(buf.data(), elements, type);  // warm-up (pools, cwnd)
   const uint64_t before = comm->stats().packets_sent;
   const auto t0 = std::chrono::steady_clock::now();
   double s = 0;
   do {
-    comm->allreduce(buf.data(), buf.size());
+    comm->allreduce(buf.data(), elements, type);
     s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   } while (s < min_seconds);
   const CommStats st = comm->stats();
-  report("ring", elems, st.packets_sent - before, s);
+  report("ring", elems, type, st.packets_sent - before, s);
   if (st.retransmissions) {
     std::printf("      (%llu retransmissions)\n", static_cast<unsigned long long>(st.retransmissions));
   }
@@ -157,15 +179,20 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> payloads = {1024, 4096};
   unsigned trees = 1;
   size_t floats = 1 << 20;
+  std::string dtype = "fp32";
   double seconds = 2.0;
   size_t streaming = RuntimeOptions{}.streaming_copy_bytes;
   bool zero_copy = RuntimeOptions{}.zero_copy_send;
   app.add_option("--mode", mode, "core (protocol core only) or ring (runtime + net_ring + engine)")
       ->capture_default_str()
       ->check(CLI::IsMember({"core", "ring"}));
-  app.add_option("--payload", payloads, "payload bytes per packet (multiples of 4)")->capture_default_str();
+  app.add_option("--payload", payloads, "payload bytes per packet (multiples of the element size)")
+      ->capture_default_str();
+  app.add_option("--dtype", dtype, "element type of the allreduces")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--trees", trees, "trees")->capture_default_str()->check(CLI::Range(1u, 64u));
-  app.add_option("--floats", floats, "floats per allreduce")
+  app.add_option("--floats", floats, "elements per allreduce (of --dtype)")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, size_t{1} << 28));
   app.add_option("--seconds", seconds, "minimum measuring time per payload size")
@@ -187,17 +214,24 @@ int main(int argc, char** argv) {
       for (std::string w; in >> w;) args.push_back(w);
       e = DpdkEal::initialize(args);
     }
+    const wire::ElemType type = std::map<std::string, wire::ElemType>{
+        {"fp32", wire::ElemType::kFloat32},
+        {"bf16", wire::ElemType::kBfloat16},
+        {"fp16",
+         wire::ElemType::kFloat16}}.at(dtype);
+    const uint32_t eb = wire::elem_bytes(static_cast<uint8_t>(type));
     unsigned idx = 0;
     for (uint32_t bytes : payloads) {
-      if (bytes % 4 != 0 || bytes == 0 || bytes / 4 > wire::kMaxElemsPerFrame) {
-        std::fprintf(stderr, "error: --payload %u: must be a multiple of 4 in [4, %u]\n", bytes,
-                     4 * wire::kMaxElemsPerFrame);
+      // A plan's elems_per_packet is at most kMaxElemsPerFrame (fp32-sized frames).
+      if (bytes % eb != 0 || bytes == 0 || bytes / eb > wire::kMaxElemsPerFrame) {
+        std::fprintf(stderr, "error: --payload %u: must be a multiple of %u in [%u, %u] for %s\n", bytes, eb,
+                     eb, eb * wire::kMaxElemsPerFrame, dtype.c_str());
         return 2;
       }
       if (mode == "core") {
-        bench_core(bytes / 4, trees, floats, seconds, streaming, zero_copy);
+        bench_core(bytes / eb, type, trees, floats, seconds, streaming, zero_copy);
       } else {
-        bench_ring(bytes / 4, trees, floats, seconds, streaming, zero_copy, e, idx++);
+        bench_ring(bytes / eb, type, trees, floats, seconds, streaming, zero_copy, e, idx++);
       }
     }
   } catch (const std::exception& ex) {

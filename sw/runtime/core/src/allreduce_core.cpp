@@ -10,12 +10,30 @@
 namespace panama::runtime {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "payloads are little-endian fp32 copied without swapping (docs/protocol.md)");
+              "payloads are little-endian elements copied without swapping (docs/protocol.md)");
+
+namespace {
+
+// The element size of a valid type (wire::elem_bytes of a checked value).
+size_t bytes_of(uint8_t elem_type) {
+  return wire::elem_bytes(elem_type);
+}
+
+}  // namespace
+
+// A contribution kept for a failover replay: its elements' bytes and type.
+struct AllreduceCore::Kept {
+  uint8_t elem_type = 0;
+  uint32_t count = 0;          // elements
+  std::vector<uint8_t> bytes;  // count x elem_bytes(elem_type)
+};
 
 struct AllreduceCore::Op {
   OpId id = 0;
-  float* data = nullptr;
+  uint8_t* data = nullptr;  // count elements of elem_type
   size_t count = 0;
+  uint8_t elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
+  size_t elem_bytes = 4;
   size_t chunks = 0;
   size_t remaining = 0;
   OpStatus status = OpStatus::kPending;
@@ -39,7 +57,7 @@ struct AllreduceCore::Op {
 // A chunk that has been sent and is waiting for its result.
 struct AllreduceCore::Outstanding {
   Op* op = nullptr;  // null for a replayed contribution whose result this worker already has
-  std::shared_ptr<const std::vector<float>> replay;  // that contribution (when op is null)
+  std::shared_ptr<const Kept> replay;  // that contribution (when op is null)
   size_t chunk = 0;
   uint64_t sent_ns = 0;
   uint64_t deadline_ns = 0;
@@ -60,7 +78,7 @@ struct AllreduceCore::Tree {
     uint32_t count;
     size_t first_chunk;
     size_t stride;
-    std::shared_ptr<const std::vector<float>> replay;
+    std::shared_ptr<const Kept> replay;
   };
   enum class State { kActive, kStandby, kDead };
 
@@ -82,10 +100,11 @@ struct AllreduceCore::Tree {
   uint64_t last_result_ns = 0, dead_at_ns = 0, agreed_at_ns = 0;
   uint32_t restart_seq = 0;
   // Contributions of recent results (primaries with a backup): seq s at
-  // s & (kept_seq.size() - 1), elements at kept_data + that * elems_per_packet.
+  // j = s & (kept_seq.size() - 1), kept_n[j] elements of type kept_type[j]
+  // at kept_data + j * 4 * elems_per_packet (room for a chunk of fp32).
   std::vector<uint32_t> kept_seq, kept_n;
-  std::vector<uint8_t> kept_valid;
-  std::vector<float> kept_data;
+  std::vector<uint8_t> kept_valid, kept_type;
+  std::vector<uint8_t> kept_data;
   uint32_t kept_for_cap = 0;  // the largest cap the ring was sized for
   wire::Header hdr{};
   std::deque<Segment> segments;  // issued chunks not yet sent, in sequence order
@@ -170,14 +189,18 @@ bool AllreduceCore::failover_owed() const {
 
 AllreduceCore::~AllreduceCore() = default;
 
-OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
+OpId AllreduceCore::start(void* data, size_t count, wire::ElemType type, uint64_t /*now_ns*/) {
   collect_released();
   const OpId id = next_op_++;
+  const uint8_t elem_type = static_cast<uint8_t>(type);
+  const size_t eb = bytes_of(elem_type);
   auto op = std::make_unique<Op>();
   op->id = id;
-  op->data = data;
+  op->data = static_cast<uint8_t*>(data);
   op->count = count;
-  op->streaming = streaming_copy_bytes_ != 0 && 4 * count >= streaming_copy_bytes_;
+  op->elem_type = elem_type;
+  op->elem_bytes = eb;
+  op->streaming = streaming_copy_bytes_ != 0 && eb * count >= streaming_copy_bytes_;
   op->zero_copy = zero_copy_send_;
   const size_t e = plan_.elems_per_packet;
   op->chunks = (count + e - 1) / e;
@@ -188,6 +211,12 @@ OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
   ++pending_;
   if (failed()) {
     finish(*raw, OpStatus::kFailed, fail_reason_);
+    return id;
+  }
+  if (eb == 0) {
+    finish(*raw, OpStatus::kFailed,
+           "allreduce with element type " + std::to_string(elem_type) +
+               ", which is none of fp32 (1), bf16 (2) and fp16 (3)");
     return id;
   }
   if (count > 0 && data == nullptr) {
@@ -210,7 +239,7 @@ OpId AllreduceCore::start(float* data, size_t count, uint64_t /*now_ns*/) {
     t.segments.push_back(Tree::Segment{raw, static_cast<uint32_t>(t.issued_end), n, i, nt, nullptr});
     t.issued_end += n;
     uint64_t bytes = 0;
-    for (size_t k = i; k < raw->chunks; k += nt) bytes += 4 * (std::min(count, (k + 1) * e) - k * e);
+    for (size_t k = i; k < raw->chunks; k += nt) bytes += eb * (std::min(count, (k + 1) * e) - k * e);
     t.st.bytes_issued += bytes;
     totals_.bytes_issued += bytes;
   }
@@ -307,31 +336,36 @@ void AllreduceCore::fail_all(const std::string& reason) {
 bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retransmission, FrameOut& out) {
   const size_t e = plan_.elems_per_packet;
   const size_t first = o.chunk * e;
-  const uint32_t n = o.op ? static_cast<uint32_t>(std::min(o.op->count, first + e) - first)
-                          : static_cast<uint32_t>(o.replay->size());
-  const uint32_t len = wire::frame_length(n);
+  const uint32_t n = o.op ? static_cast<uint32_t>(std::min(o.op->count, first + e) - first) : o.replay->count;
+  const uint8_t elem_type = o.op ? o.op->elem_type : o.replay->elem_type;
+  const uint32_t payload_len = static_cast<uint32_t>(bytes_of(elem_type)) * n;
+  const uint8_t* payload = o.op ? o.op->data + first * o.op->elem_bytes : o.replay->bytes.data();
+  const uint32_t len = wire::kPayloadOffset + payload_len;
   const bool attach = o.op && o.op->zero_copy && out.can_attach();
   uint8_t* p = nullptr;
   if (attach) {
     if (!o.op->hold) o.op->hold = BufferHold::create();
-    p = out.begin_frame_attached(reinterpret_cast<const uint8_t*>(o.op->data + first), 4 * n, o.op->hold);
+    p = out.begin_frame_attached(payload, payload_len, o.op->hold);
   } else {
     p = out.begin_frame(len);
   }
   if (!p) return false;
   t.hdr.seq = seq;
+  t.hdr.elem_type = elem_type;
   t.hdr.elem_count = static_cast<uint16_t>(n);
   t.hdr.type = static_cast<uint8_t>(retransmission ? wire::PacketType::kRetransmission
                                                    : wire::PacketType::kAggregateUp);
   wire::write_headers(p, t.hdr);
   if (!attach) {
-    copy_payload(p + wire::kPayloadOffset, o.op ? o.op->data + first : o.replay->data(), 4 * size_t{n},
+    copy_payload(p + wire::kPayloadOffset, payload, payload_len,
                  o.op && o.op->streaming && out.read_elsewhere());
   }
   out.end_frame(len);
   ++t.hdr.ip_id;
   ++t.st.packets_sent;
   ++totals_.packets_sent;
+  t.st.bytes_sent += payload_len;
+  totals_.bytes_sent += payload_len;
   return true;
 }
 
@@ -476,11 +510,13 @@ bool AllreduceCore::on_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns
   wire::Header h;
   if (wire::classify_frame(frame, len, plan_.udp_port, h) != wire::FrameClass::kResultDown) return false;
   if (h.job_id != plan_.job_id) return false;
-  // classify_frame stops at the type for result-down frames; check the rest here.
-  const bool bad = h.elem_type != static_cast<uint8_t>(wire::ElemType::kFloat32) || h.elem_count == 0 ||
-                   wire::load_be16(frame + wire::kIpTotalLen) != wire::ip_total_length(h.elem_count) ||
-                   wire::load_be16(frame + wire::kUdpLength) != wire::udp_length(h.elem_count) ||
-                   len < wire::frame_length(h.elem_count) || tree_index_[h.tree_id] < 0;
+  // classify_frame stops at the type for result-down frames; check the rest
+  // here. A valid element type that is not the chunk's is handle_result's.
+  const bool bad =
+      wire::elem_bytes(h.elem_type) == 0 || h.elem_count == 0 ||
+      wire::load_be16(frame + wire::kIpTotalLen) != wire::ip_total_length(h.elem_count, h.elem_type) ||
+      wire::load_be16(frame + wire::kUdpLength) != wire::udp_length(h.elem_count, h.elem_type) ||
+      len < wire::frame_length(h.elem_count, h.elem_type) || tree_index_[h.tree_id] < 0;
   if (bad) {
     ++totals_.malformed_results;
     return true;
@@ -518,8 +554,9 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   }
   const size_t e = plan_.elems_per_packet;
   const size_t first = o.chunk * e;
-  const size_t n = o.op ? std::min(o.op->count, first + e) - first : o.replay->size();
-  if (h.elem_count != n) {
+  const size_t n = o.op ? std::min(o.op->count, first + e) - first : o.replay->count;
+  const uint8_t elem_type = o.op ? o.op->elem_type : o.replay->elem_type;
+  if (h.elem_count != n || h.elem_type != elem_type) {
     ++t.st.unexpected_results;
     ++totals_.unexpected_results;
     return;
@@ -528,11 +565,13 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   o.resend = false;
   t.last_result_ns = std::max<uint64_t>(now_ns, 1);
   if (o.op) {  // a replayed contribution's result is already in this worker's buffer
-    if (t.backup >= 0) keep_contribution(t, seq, o.op->data + first, static_cast<uint32_t>(n));
-    copy_payload(o.op->data + first, payload, 4 * n, o.op->streaming);
+    const size_t eb = o.op->elem_bytes;
+    uint8_t* dst = o.op->data + first * eb;
+    if (t.backup >= 0) keep_contribution(t, seq, dst, static_cast<uint32_t>(n), elem_type);
+    copy_payload(dst, payload, eb * n, o.op->streaming);
     if (!o.op->agreement) {
-      t.st.bytes_completed += 4 * n;
-      totals_.bytes_completed += 4 * n;
+      t.st.bytes_completed += eb * n;
+      totals_.bytes_completed += eb * n;
       if (observer_) observer_(o.op->id, o.chunk);
     }
   }
@@ -576,29 +615,32 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
 
 // Before a result overwrites a contribution, keep a copy: if the tree dies
 // before every worker has this result, the replay on the backup needs it.
-void AllreduceCore::keep_contribution(Tree& t, uint32_t seq, const float* src, uint32_t n) {
+void AllreduceCore::keep_contribution(Tree& t, uint32_t seq, const uint8_t* src, uint32_t n,
+                                      uint8_t elem_type) {
   // Capacity: 2x the largest window this worker may have had, so that every
   // sequence in [snd_una - window, next_seq) keeps its copy (docs/protocol.md).
   const uint32_t cap = std::max<uint32_t>({t.cc.cap(), t.plan.initial_cwnd_cap, 1});
-  const size_t e = plan_.elems_per_packet;
+  const size_t slot = 4 * size_t{plan_.elems_per_packet};  // bytes of the largest chunk (fp32)
   if (cap > t.kept_for_cap) {
     size_t size = 1;
     while (size < 2 * size_t{std::min<uint32_t>(cap, 4096)}) size *= 2;
     if (size > t.kept_seq.size()) {
       std::vector<uint32_t> seqs(size), ns(size);
-      std::vector<uint8_t> valid(size, 0);
-      std::vector<float> data(size * e);
+      std::vector<uint8_t> valid(size, 0), types(size, 0);
+      std::vector<uint8_t> data(size * slot);
       for (size_t i = 0; i < t.kept_seq.size(); ++i) {
         if (!t.kept_valid[i]) continue;
         const size_t j = t.kept_seq[i] & (size - 1);
         seqs[j] = t.kept_seq[i];
         ns[j] = t.kept_n[i];
+        types[j] = t.kept_type[i];
         valid[j] = 1;
-        std::memcpy(&data[j * e], &t.kept_data[i * e], 4 * size_t{t.kept_n[i]});
+        std::memcpy(&data[j * slot], &t.kept_data[i * slot], bytes_of(t.kept_type[i]) * t.kept_n[i]);
       }
       t.kept_seq.swap(seqs);
       t.kept_n.swap(ns);
       t.kept_valid.swap(valid);
+      t.kept_type.swap(types);
       t.kept_data.swap(data);
     }
     t.kept_for_cap = cap;
@@ -606,8 +648,9 @@ void AllreduceCore::keep_contribution(Tree& t, uint32_t seq, const float* src, u
   const size_t j = seq & (t.kept_seq.size() - 1);
   t.kept_seq[j] = seq;
   t.kept_n[j] = n;
+  t.kept_type[j] = elem_type;
   t.kept_valid[j] = 1;
-  std::memcpy(&t.kept_data[j * e], src, 4 * size_t{n});
+  std::memcpy(&t.kept_data[j * slot], src, bytes_of(elem_type) * n);
 }
 
 namespace {
@@ -651,8 +694,8 @@ void AllreduceCore::begin_failover(Tree& t, uint64_t now_ns) {
   put_u32(mine + 2, lowest);
   auto op = std::make_unique<Op>();
   op->id = 0;
-  op->data = b.agreement_data.data();
-  op->count = b.agreement_data.size();
+  op->data = reinterpret_cast<uint8_t*>(b.agreement_data.data());
+  op->count = b.agreement_data.size();  // fp32 elements, whatever the allreduces' types
   op->chunks = (op->count + plan_.elems_per_packet - 1) / plan_.elems_per_packet;
   op->remaining = op->chunks;
   op->agreement = true;
@@ -696,6 +739,7 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
     b.st.bytes_issued += bytes;
   };
   const size_t e = plan_.elems_per_packet;
+  const size_t slot = 4 * e;
   const size_t ks = t.kept_seq.size();
   for (uint32_t s = s0; s != t.next_seq; ++s) {
     const bool acked = s - t.snd_una >= t.in_flight() || t.at(s).acked;
@@ -706,14 +750,18 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
                  ": cannot fail over: the contribution of sequence " + std::to_string(s) + " was not kept");
         return;
       }
-      auto copy =
-          std::make_shared<std::vector<float>>(&t.kept_data[j * e], &t.kept_data[j * e] + t.kept_n[j]);
+      auto copy = std::make_shared<Kept>();
+      copy->elem_type = t.kept_type[j];
+      copy->count = t.kept_n[j];
+      copy->bytes.assign(&t.kept_data[j * slot],
+                         &t.kept_data[j * slot] + bytes_of(t.kept_type[j]) * t.kept_n[j]);
       append(Tree::Segment{nullptr, 0, 1, 0, 0, std::move(copy)}, 0);
       ++t.st.replayed_kept;
     } else {
       const Outstanding& o = t.at(s);
       const size_t first = o.chunk * e;
-      append(Tree::Segment{o.op, 0, 1, o.chunk, 1, nullptr}, 4 * (std::min(o.op->count, first + e) - first));
+      append(Tree::Segment{o.op, 0, 1, o.chunk, 1, nullptr},
+             o.op->elem_bytes * (std::min(o.op->count, first + e) - first));
       ++t.st.replayed_unanswered;
     }
   }
@@ -729,7 +777,7 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
     uint64_t bytes = 0;
     for (uint32_t j = 0; j < seg.count; ++j) {
       const size_t first = (seg.first_chunk + seg.stride * j) * e;
-      bytes += 4 * (std::min(seg.op->count, first + e) - first);
+      bytes += seg.op->elem_bytes * (std::min(seg.op->count, first + e) - first);
     }
     append(seg, bytes);
   }
@@ -739,6 +787,7 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
   t.kept_seq.clear();
   t.kept_n.clear();
   t.kept_valid.clear();
+  t.kept_type.clear();
   t.kept_data.clear();
   t.kept_for_cap = 0;
 }

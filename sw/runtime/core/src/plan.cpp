@@ -25,6 +25,8 @@ void validate_plan(const Plan& p) {
     fail("rank",
          "must be below world_size (" + std::to_string(p.rank) + " >= " + std::to_string(p.world_size) + ")");
   }
+  // Sized for fp32, the widest type: a frame of 16-bit elements of the same
+  // count is smaller (64 + 2 x elems_per_packet bytes), so it fits as well.
   if (p.elems_per_packet < 1 || p.elems_per_packet > wire::kMaxElemsPerFrame) {
     fail("elems_per_packet", "out of range [1, " + std::to_string(wire::kMaxElemsPerFrame) + "]");
   }

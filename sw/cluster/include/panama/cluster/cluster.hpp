@@ -11,6 +11,7 @@
 #include <string>
 
 #include "panama/runtime/idle_backoff.hpp"
+#include "panama/wire.hpp"
 
 namespace panama::cluster {
 
@@ -21,7 +22,11 @@ struct ClusterOptions {
   bool dual_homed = false;          // two-tier: every worker has two uplinks (two planes of leaves)
   uint32_t trees = 2;
   uint32_t jobs = 1;
-  uint64_t elems = 16u << 20;  // fp32 elements per allreduce (64 MiB)
+  uint64_t elems = 16u << 20;  // elements of `dtype` per allreduce (64 MiB of fp32)
+  // The allreduces' element type (--dtype): fp32, or bf16 / fp16, which the
+  // engines sum in fp32 and round once per emitted sum (docs/protocol.md §7);
+  // packets hold elems_per_packet elements whatever the type.
+  wire::ElemType dtype = wire::ElemType::kFloat32;
   uint32_t iterations = 3;
   double link_gbps = 10.0;
   uint64_t ecn_k_bytes = 256u << 10;
@@ -87,7 +92,12 @@ uint64_t parse_size(const std::string& text);
 uint64_t mem_available_bytes();
 
 // Bytes the workers hold for one run (each worker keeps its data and a
-// reference copy), saturating at UINT64_MAX.
-uint64_t worker_memory_bytes(uint64_t elems, uint32_t workers_per_job, uint32_t jobs);
+// reference copy, `elem_bytes` per element), saturating at UINT64_MAX.
+uint64_t worker_memory_bytes(uint64_t elems, uint32_t elem_bytes, uint32_t workers_per_job, uint32_t jobs);
+
+// Payload bytes of one allreduce of opt.elems elements of opt.dtype.
+inline uint64_t tensor_bytes(const ClusterOptions& opt) {
+  return opt.elems * wire::elem_bytes(static_cast<uint8_t>(opt.dtype));
+}
 
 }  // namespace panama::cluster

@@ -85,7 +85,8 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
       ->capture_default_str()
       ->group(kFabricGroup);
   // Traffic
-  app.add_option("--elems-per-packet", opt.elems_per_packet, "fp32 elements per packet")
+  app.add_option("--elems-per-packet", opt.elems_per_packet,
+                 "elements per packet whatever their type (fp32 frames are the largest)")
       ->check(CLI::Range(1, 2288))
       ->capture_default_str()
       ->group(kTrafficGroup);

@@ -13,8 +13,10 @@
 //   poll         its polling loop's back-off: {"name", "spin_polls", "spin_us", "max_sleep_us"}
 //   pswitch:     config (its node config), stats (the counters file it writes)
 //   workers:     plan, vdevs (one per uplink), seed, elems, iterations,
-//                streaming_copy_bytes; ring workers also ring_channels,
-//                left and right (the neighbours' MAC addresses)
+//                streaming_copy_bytes; PANAMA workers also dtype ("fp32",
+//                "bf16", "fp16") and leaf_of_rank (the leaf PSwitch index of
+//                every rank of the job); ring workers ring_channels, left
+//                and right (the neighbours' MAC addresses)
 //
 // Every key is required for its role and no other key is allowed: a
 // mistake in the file is an error naming the key and the file.

@@ -42,6 +42,12 @@ struct PlannedRun {
 // cannot be created.
 PlannedRun plan_run(const ClusterOptions& opt);
 
+// The leaf PSwitch of every rank of job `job`: the index in dep.switches of
+// the first PSwitch with a port to the rank's host (a dual-homed host's
+// leaves in both planes group the ranks alike). The 16-bit reference needs
+// it: each leaf rounds its workers' partial sum (test_data.hpp).
+std::vector<uint32_t> leaf_of_rank(const controller::Deployment& dep, uint16_t job);
+
 // plan_run into `run`, with a failure said on stderr after "<tool>: ":
 // returns 0, or the exit status (2 for a setup error such as a bad option,
 // 1 for anything else).
@@ -136,9 +142,11 @@ std::vector<nlohmann::json> collect_switch_counters(const PlannedRun& run);
 nlohmann::json summary_header(const ClusterOptions& opt, bool in_process);
 
 // Prints per job the slowest worker's time per allreduce, goodput (mean and
-// best against the link), retransmissions, tree failovers and rank 0's
-// per-tree congestion state, from the worker reports in summary["workers"];
-// adds "goodput_gbps" and "failover" to `summary`.
+// best against the link), the payload bytes its workers moved, for 16-bit
+// types how many results were rounded, retransmissions, tree failovers and
+// rank 0's per-tree congestion state, from the worker reports in
+// summary["workers"]; adds "goodput_gbps", "payload_bytes" and "failover"
+// to `summary`.
 void report_jobs(const ClusterOptions& opt, nlohmann::json& summary);
 
 // Prints every PSwitch's port, tree and engine-queue counters and adds them

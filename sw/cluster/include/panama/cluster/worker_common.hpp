@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "panama/runtime/idle_backoff.hpp"
+#include "panama/wire.hpp"
 
 namespace panama::cluster {
 
@@ -23,6 +24,12 @@ struct WorkerOptions {
   uint64_t seed = 1;
   uint64_t elems = 0;
   uint32_t iterations = 1;
+  // PANAMA workers: the allreduces' element type (ClusterOptions::dtype),
+  // and for 16-bit types the leaf PSwitch of every rank of the job (indices;
+  // the reference rounds each leaf's partial sum, test_data.hpp). Empty: one
+  // PSwitch for all.
+  wire::ElemType dtype = wire::ElemType::kFloat32;
+  std::vector<uint32_t> leaf_of_rank;
   runtime::IdlePolicy idle;         // its polling loop's back-off (ClusterOptions::poll, resolved)
   size_t streaming_copy_bytes = 0;  // ClusterOptions::streaming_copy_bytes (PANAMA workers)
   uint32_t ring_channels = 2;       // ClusterOptions::ring_channels (ring baseline)

@@ -6,6 +6,7 @@
 //   comm->allreduce(grad.data(), grad.size());               // blocking, in place
 //   auto h = comm->allreduce_async(other.data(), other.size());
 //   ...; h.wait();                                            // or h.test()
+//   comm->allreduce(bf16_grad, n, panama::wire::ElemType::kBfloat16);  // 16-bit, in place
 //
 // A Runtime owns the process's DPDK EAL (shared), the ports it opened and a
 // progress engine: a background thread that polls every port in bursts,
@@ -123,6 +124,18 @@ class Communicator {
   // untouched until the handle reports completion. Every worker of the job
   // must issue the same sizes in the same order.
   AllreduceHandle allreduce_async(float* data, size_t count);
+  // The same for `count` elements of `type` at `data` (count x
+  // wire::elem_bytes(type) bytes, little-endian: a torch.bfloat16 or
+  // torch.float16 tensor's storage as it is). The engines widen 16-bit
+  // elements to fp32, add in fp32 and round the sum once to the type
+  // (docs/protocol.md §7); the result arrives in the type and is copied
+  // into `data` as it is, never converted on the host. Packets hold
+  // elems_per_packet elements whatever the type, so a 16-bit allreduce
+  // moves half the bytes of an fp32 one. Every worker must use the same
+  // type for the same allreduce. Throws RuntimeError for a type that is
+  // none of ElemType, and as above.
+  void allreduce(void* data, size_t count, wire::ElemType type);
+  AllreduceHandle allreduce_async(void* data, size_t count, wire::ElemType type);
 
   CommStats stats() const;
   const Plan& plan() const;

@@ -4,10 +4,15 @@
 // current time) and gives it a FrameOut to write the frames it wants sent.
 // The DPDK runtime, the tests and simulators drive this same class.
 //
-//  - start(data, n) issues an in-place allreduce of n floats. It is cut into
-//    chunks of elems_per_packet; chunk k goes to primary tree k mod T with
-//    sequence base_t + k div T, where base_t counts the sequences tree t used
-//    before (sequences never restart within the communicator's life).
+//  - start(data, n, type) issues an in-place allreduce of n elements of
+//    `type` (fp32, bf16 or fp16; docs/protocol.md §7). It is cut into chunks
+//    of elems_per_packet elements whatever the type (a 16-bit chunk has half
+//    the payload bytes of an fp32 one); chunk k goes to primary tree k mod T
+//    with sequence base_t + k div T, where base_t counts the sequences tree t
+//    used before (sequences never restart within the communicator's life).
+//    Every frame of the allreduce carries its elem_type and its results come
+//    back in it: they are copied into the buffer byte for byte, never
+//    converted.
 //  - poll(now, out) sends new chunks as each tree's window allows (sequences in
 //    order; outstanding span next_seq - oldest_unacked <= window <= cwnd_cap)
 //    and retransmits chunks whose RTO expired (type 3, same payload, RTO
@@ -18,17 +23,20 @@
 //  - on_frame(frame, now) takes result-down frames of this job. A result for an
 //    outstanding sequence is copied into the user's buffer (exactly once),
 //    acknowledges the chunk and drives the tree's congestion control;
-//    duplicates and results for sequences never sent are counted and ignored.
+//    duplicates, results for sequences never sent and results whose
+//    elem_type or elem_count is not the chunk's are counted and ignored.
 //  - Tree failover (docs/protocol.md, "Tree failover"): a primary tree with a
 //    backup in the plan keeps a copy of the contributions of its most recent
 //    results. When one of its chunks times out failover_after times, the tree
 //    is dead for this worker: the worker sends an agreement vector (its
 //    oldest unacknowledged sequence on the tree and the oldest it can still
-//    contribute) as sequences 0.. of the backup tree; the sum tells every
-//    worker the same restart point S0, and the dead tree's sequences from S0
-//    on, including later allreduces' chunks, continue on the backup with
-//    sequence m + (s - S0). A backup that dies fails the job after the retry
-//    budget, as a tree without backup does.
+//    contribute; an fp32 vector whatever the allreduces' types) as sequences
+//    0.. of the backup tree; the sum tells every worker the same restart
+//    point S0, and the dead tree's sequences from S0 on, including later
+//    allreduces' chunks, continue on the backup with sequence m + (s - S0);
+//    contributions already answered are replayed from kept copies (bytes and
+//    type). A backup that dies fails the job after the retry budget, as a
+//    tree without backup does.
 //
 // Not thread-safe: one thread (or a lock held by the caller) at a time.
 #pragma once
@@ -151,15 +159,20 @@ enum class OpStatus { kPending, kDone, kFailed };
 
 struct TreeStats {
   uint8_t tree_id = 0;
-  uint64_t bytes_issued = 0;      // payload bytes of chunks assigned to this tree
-  uint64_t bytes_completed = 0;   // payload bytes of results copied to user buffers
+  // Payload bytes (elements x the allreduce's element size: 4 for fp32, 2
+  // for bf16 and fp16) of chunks assigned to this tree, of results copied
+  // to user buffers, and of every frame sent (retransmissions, replays and
+  // agreement vectors included).
+  uint64_t bytes_issued = 0;
+  uint64_t bytes_completed = 0;
+  uint64_t bytes_sent = 0;
   uint64_t packets_sent = 0;      // first transmissions and retransmissions
   uint64_t packets_received = 0;  // result frames of this tree (fresh, duplicate or unexpected)
   uint64_t retransmissions = 0;
   uint64_t timeouts = 0;
   uint64_t results_ce = 0;  // fresh results carrying CE
   uint64_t duplicate_results = 0;
-  uint64_t unexpected_results = 0;  // sequence never sent, or elem_count not the chunk's
+  uint64_t unexpected_results = 0;  // sequence never sent, or elem_type / elem_count not the chunk's
   uint64_t cwnd_reductions = 0;
   double cwnd = 0;
   double alpha = 0;
@@ -187,11 +200,12 @@ struct TreeStats {
 struct CommStats {
   uint16_t job_id = 0;
   uint64_t ops_started = 0, ops_completed = 0, ops_failed = 0;
-  uint64_t bytes_issued = 0, bytes_completed = 0;
+  uint64_t bytes_issued = 0, bytes_completed = 0, bytes_sent = 0;  // payload bytes, as in TreeStats
   uint64_t packets_sent = 0, packets_received = 0, retransmissions = 0, timeouts = 0, results_ce = 0;
   uint64_t duplicate_results = 0, unexpected_results = 0;
-  uint64_t malformed_results = 0;  // result-down frames of this job with bad lengths/types, unknown tree
-  uint64_t failovers = 0;          // primary trees this worker failed over to their backup
+  // Result-down frames of this job with bad lengths, no element type or an unknown tree.
+  uint64_t malformed_results = 0;
+  uint64_t failovers = 0;  // primary trees this worker failed over to their backup
   std::vector<TreeStats> trees;
 };
 
@@ -205,10 +219,17 @@ class AllreduceCore {
 
   const Plan& plan() const { return plan_; }
 
-  // Issues an in-place allreduce of `count` floats at `data` (the buffer must
-  // stay valid and untouched until the op finishes). Several may be in flight;
-  // every worker of the job must issue the same sizes in the same order.
-  OpId start(float* data, size_t count, uint64_t now_ns);
+  // Issues an in-place allreduce of `count` elements of `type` at `data`
+  // (count x wire::elem_bytes(type) bytes, little-endian; the buffer must
+  // stay valid and untouched until the op finishes). Several may be in
+  // flight, of different types; every worker of the job must issue the same
+  // sizes and types in the same order. A type that is none of ElemType
+  // fails the op (not the communicator).
+  OpId start(void* data, size_t count, wire::ElemType type, uint64_t now_ns);
+  // The same for fp32.
+  OpId start(float* data, size_t count, uint64_t now_ns) {
+    return start(data, count, wire::ElemType::kFloat32, now_ns);
+  }
   OpStatus status(OpId id) const;       // kFailed for unknown ids
   std::string op_error(OpId id) const;  // why it failed ("" otherwise)
   void release(OpId id);                // forget a finished op
@@ -259,12 +280,13 @@ class AllreduceCore {
   struct Op;
   struct Tree;
   struct Outstanding;
+  struct Kept;
 
   bool failover_owed() const;
   Tree& route(size_t primary);  // where new chunks of primary tree `primary` go now
   void begin_failover(Tree& t, uint64_t now_ns);
   void complete_failover(Tree& b, uint64_t now_ns);
-  void keep_contribution(Tree& t, uint32_t seq, const float* src, uint32_t n);
+  void keep_contribution(Tree& t, uint32_t seq, const uint8_t* src, uint32_t n, uint8_t elem_type);
   bool send_new(Tree& t, uint64_t now_ns, FrameOut& out);
   bool send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retransmission, FrameOut& out);
   bool handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget);

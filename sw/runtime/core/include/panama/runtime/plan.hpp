@@ -70,8 +70,11 @@ struct Plan {
   // indexes them; device is then devices[0]). Empty: one uplink, `device`.
   std::vector<std::string> devices;
   MacAddress local_mac{};
-  uint32_t local_ip = 0;            // host byte order
-  uint32_t elems_per_packet = 256;  // fp32 elements per packet (1 KiB payload)
+  uint32_t local_ip = 0;  // host byte order
+  // Elements per packet whatever the allreduce's type: 256 is a 1 KiB
+  // payload in fp32, 512 bytes in bf16 or fp16 (an engine slot holds
+  // SLOT_ELEMS elements of any type, docs/protocol.md §8).
+  uint32_t elems_per_packet = 256;
   uint8_t dscp = 0;
   uint8_t ttl = 64;
   std::vector<TreePlan> trees;

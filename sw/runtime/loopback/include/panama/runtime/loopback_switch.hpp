@@ -4,11 +4,15 @@
 // every configured (job, tree): frames received on any of its ports go
 // through the engine, and each result it emits is replicated to all ports
 // (what the multicast of a real switch does). Optional random loss on
-// receive exercises retransmission. It exists so that the runtime's tests,
-// the example's --loopback mode and the worker benchmark run a real
-// end-to-end allreduce without other processes; the full software PSwitch
-// (queues, ECN marking, trees of switches) is sw/pswitch. It is a
-// library of its own (panama_loopback_switch), not part of the runtime API.
+// receive exercises retransmission. The engine sums every element type
+// (fp32, bf16, fp16: ELEM_TYPES 0xE) by the rules of docs/protocol.md §7, so
+// 16-bit allreduces get exactly the bits a PSwitch would send; the switch
+// itself only replicates frames and never reads a payload. It exists so
+// that the runtime's tests, the example's --loopback mode and the worker
+// benchmark run a real end-to-end allreduce without other processes; the
+// full software PSwitch (queues, ECN marking, trees of switches) is
+// sw/pswitch. It is a library of its own (panama_loopback_switch), not part
+// of the runtime API.
 #pragma once
 
 #include <cstdint>
