@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ Options small_fabric(uint64_t seed) {
 }
 
 uint64_t chunks_of(const Options& o, const nlohmann::json& job) {
-  const uint64_t elems = job["gradient_bytes"].get<uint64_t>() / 4;
+  const uint64_t elems = job["gradient_bytes"].get<uint64_t>() / (o.dtype == "fp32" ? 4 : 2);
   return (elems + o.elems_per_packet - 1) / o.elems_per_packet;
 }
 
@@ -113,6 +114,37 @@ TEST_CASE("allreduce is bit-exact through two tiers of PSwitches, several jobs a
   // Every leaf sends one aggregate per chunk up: leaf-spine traffic is
   // (leaves x chunks) packets up plus as many results down, not per worker.
   CHECK(pswitch(r, "leaf0")["emitted"].get<uint64_t>() == spine0 + spine1);
+}
+
+TEST_CASE("bf16 and fp16 jobs: bit-exact with a rounding at every engine level, half the bytes",
+          "[network]") {
+  // Two workers of the job in each rack: each leaf sums two contributions and
+  // rounds its partial sum before the spine adds the leaves' partials.
+  const uint64_t seed = panama::test::test_seed("netsim 16-bit");
+  std::map<std::string, uint64_t> bytes, grad;
+  for (const std::string dtype : {"fp32", "bf16", "fp16"}) {
+    INFO(dtype);
+    Options o = small_fabric(seed);
+    o.dtype = dtype;
+    o.trees = 2;
+    const RunResult r = panama::netsim::run_simulation(o);
+    require_all_exact(o, r);
+    CHECK(r.summary["options"]["dtype"] == dtype);
+    grad[dtype] = r.summary["jobs"][0]["gradient_bytes"].get<uint64_t>();
+    bytes[dtype] = link_bytes(r, "leaf0", "spine0") + link_bytes(r, "leaf0", "spine1");
+    // The same chunks (in elements) whatever the type.
+    CHECK(pswitch(r, "leaf0")["emitted"].get<uint64_t>() ==
+          chunks_of(o, r.summary["jobs"][0]) * o.iterations);
+  }
+  CHECK(grad["bf16"] * 2 == grad["fp32"]);
+  CHECK(grad["fp16"] * 2 == grad["fp32"]);
+  // Leaf to spine: the same packets, 64 + 2 x 256 instead of 64 + 4 x 256
+  // bytes each (plus the link layer's own bytes): a little over half.
+  for (const std::string dtype : {"bf16", "fp16"}) {
+    INFO(dtype << " " << bytes[dtype] << " vs fp32 " << bytes["fp32"]);
+    CHECK(2 * bytes[dtype] > bytes["fp32"]);
+    CHECK(10 * bytes[dtype] < 6 * bytes["fp32"]);
+  }
 }
 
 TEST_CASE("allreduce is bit-exact through three tiers of a fat-tree, several jobs and trees", "[network]") {

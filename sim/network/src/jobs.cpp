@@ -37,12 +37,14 @@ void Sim::plan_jobs() {
     job.model = m.name;
     const double bytes = m.gradient_mb * 1e6 * o_.scale;
     job.elems = std::max<uint64_t>(1, static_cast<uint64_t>(bytes / 4));
+    if (!cluster::parse_dtype(o_.dtype, job.dtype)) throw std::runtime_error("--dtype: " + o_.dtype);
+    job.elem_bytes = wire::elem_bytes(static_cast<uint8_t>(job.dtype));
     job.compute_ns = static_cast<uint64_t>(m.compute_ms * 1e6 * o_.scale);
     // Jobs do not start in lock step: up to one compute time apart.
     job.start_ns = jitter(rng_) * static_cast<double>(job.compute_ns);
     job.planned = o_.iterations;
     const uint64_t n = o_.workers_per_job;
-    job.ring_chunk = (job.elems * 4 + n - 1) / n;
+    job.ring_chunk = (job.elems * job.elem_bytes + n - 1) / n;
     job.ring_total = 2 * (n - 1) * job.ring_chunk;
     job.ring_seg = std::min<uint64_t>(job.ring_chunk, uint64_t{o_.ring_segment_kb} * 1024);
     for (uint32_t r = 0; r < o_.workers_per_job; ++r) {
@@ -117,12 +119,29 @@ void Sim::plan_jobs() {
     psw->core = std::make_unique<pswitch::SwitchCore<SimEngine>>(psw->settings, *psw->engine);
     switches_[s].psw = std::move(psw);
   }
+  // The PSwitch each worker's host is attached to (its leaf), per job and
+  // rank, for the 16-bit reference (a leaf rounds its workers' partial sum).
+  for (const controller::WorkerOutput& wo : dep.workers) {
+    Job& job = jobs_[wo.plan.job_id - 1];
+    if (job.leaf_of_rank.size() < wo.plan.world_size) job.leaf_of_rank.resize(wo.plan.world_size, 0);
+    for (size_t s = 0; s < dep.switches.size(); ++s) {
+      const auto& ports = dep.switches[s].settings.ports;
+      if (std::any_of(ports.begin(), ports.end(), [&](const auto& p) { return p.name == wo.host; })) {
+        job.leaf_of_rank[wo.plan.rank] = static_cast<uint32_t>(s);
+        break;
+      }
+    }
+  }
   for (const controller::WorkerOutput& wo : dep.workers) {
     const int h = static_cast<int>(std::stoul(wo.host.substr(1)));
     Worker& w = *hosts_[h].worker;
     w.core = std::make_unique<runtime::AllreduceCore>(wo.plan);
     w.out = std::make_unique<HostFrameOut>(this, w.host);
-    w.data.resize(jobs_[w.job].elems);
+    if (jobs_[w.job].elem_bytes == 4) {
+      w.data.resize(jobs_[w.job].elems);
+    } else {
+      w.data16.resize(jobs_[w.job].elems);
+    }
     w.max_in_flight.assign(wo.plan.trees.size(), 0);
     w.max_window.assign(wo.plan.trees.size(), 0);
     w.min_cap.assign(wo.plan.trees.size(), 0xFFFF);
@@ -259,9 +278,14 @@ void Sim::compute_done(uint32_t wi) {
     ring_check(w);
     return;
   }
-  cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
-  w.op =
-      w.core->start(w.data.data(), job.elems, static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()));
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  if (job.elem_bytes == 4) {
+    cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
+    w.op = w.core->start(w.data.data(), job.elems, now);
+  } else {
+    cluster::fill_tensor16(w.data16.data(), w.data16.size(), job.dtype, o_.seed, w.iteration, w.rank);
+    w.op = w.core->start(w.data16.data(), job.elems, job.dtype, now);
+  }
   pump(w);
 }
 
@@ -304,7 +328,13 @@ void Sim::finish_iteration(Worker& w) {
     w.core->release(w.op);
     w.op = 0;
     w.timer.Cancel();
-    if (o_.verify) {
+    if (o_.verify && job.elem_bytes == 2) {
+      // Rounded once per engine level (docs/protocol.md section 7): the
+      // reference rounds each leaf's partial sum, then the root's.
+      w.mismatches += cluster::check_tensor16(w.data16.data(), job.elems, job.dtype, o_.seed, w.iteration,
+                                              o_.workers_per_job, job.leaf_of_rank)
+                          .mismatches;
+    } else if (o_.verify) {
       auto& ref = job.reference[w.iteration];
       if (ref.first.empty()) {
         ref.first.resize(job.elems);

@@ -107,6 +107,8 @@ void validate(const Options& o) {
   if (o.packet_memory < 1 || o.packet_memory > 512) fail("--packet-memory: 1..512 slots");
   if (o.elems_per_packet < 1 || o.elems_per_packet > 362)
     fail("--elems-per-packet: 1..362 (a PANAMA packet must fit the 1500-byte MTU)");
+  if (o.dtype != "fp32" && o.dtype != "bf16" && o.dtype != "fp16")
+    fail("--dtype: fp32, bf16 or fp16, not '" + o.dtype + "'");
   if (o.trees < 1 || o.trees > 255) fail("--trees: 1..255");
   if (o.jobs > 0 && o.workers_per_job < 2) fail("--workers-per-job: at least 2 workers");
   if (uint64_t{o.jobs} * o.workers_per_job > o.hosts())
@@ -191,7 +193,10 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--engine-gbps", o.engine_gbps, "accelerator line rate")->capture_default_str();
   app.add_option("--engine-latency-us", o.engine_latency_us, "accelerator latency")->capture_default_str();
   app.add_option("--packet-memory", o.packet_memory, "accelerator slots (1..512)")->capture_default_str();
-  app.add_option("--elems-per-packet", o.elems_per_packet, "fp32 elements per PANAMA packet")
+  app.add_option("--elems-per-packet", o.elems_per_packet, "elements per PANAMA packet (any --dtype)")
+      ->capture_default_str();
+  app.add_option("--dtype", o.dtype,
+                 "gradient element type of every job: fp32, bf16 or fp16 (16-bit jobs send half the bytes)")
       ->capture_default_str();
   app.add_option("--scheme", scheme, "panama | single-tree | fixed-window | ring")->capture_default_str();
   app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")

@@ -58,6 +58,7 @@ nlohmann::json options_json(const Options& o) {
           {"engine_latency_us", o.engine_latency_us},
           {"packet_memory", o.packet_memory},
           {"elems_per_packet", o.elems_per_packet},
+          {"dtype", o.dtype},
           {"scheme", scheme_name(o.scheme)},
           {"trees", o.scheme == Scheme::kSingleTree ? 1u : o.trees},
           {"jobs", o.jobs},
@@ -139,7 +140,7 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     nlohmann::json jj;
     jj["id"] = job.id;
     jj["model"] = job.model;
-    jj["gradient_bytes"] = job.elems * 4;
+    jj["gradient_bytes"] = job.elems * job.elem_bytes;
     jj["compute_ms"] = static_cast<double>(job.compute_ns) / 1e6;
     jj["start_ms"] = job.start_ns / 1e6;
     uint32_t its = o_.iterations;
@@ -166,7 +167,7 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     double comm_ms = 0;
     for (double m : iter_ms) comm_ms += m - static_cast<double>(job.compute_ns) / 1e6;
     jj["allreduce_goodput_gbps"] =
-        comm_ms > 0 ? static_cast<double>(job.elems * 4) * 8 * its / (comm_ms * 1e6) : 0.0;
+        comm_ms > 0 ? static_cast<double>(job.elems * job.elem_bytes) * 8 * its / (comm_ms * 1e6) : 0.0;
     uint64_t mism = 0;
     for (uint32_t wi : job.workers) mism += workers_[wi]->mismatches;
     jj["bit_exact"] =

@@ -198,7 +198,8 @@ struct Worker {
   uint32_t job = 0, rank = 0, host = 0;
   std::unique_ptr<runtime::AllreduceCore> core;
   std::unique_ptr<HostFrameOut> out;
-  std::vector<float> data;
+  std::vector<float> data;       // fp32 jobs
+  std::vector<uint16_t> data16;  // bf16 and fp16 jobs
   uint32_t iteration = 0;
   runtime::OpId op = 0;
   ns3::EventId timer;
@@ -219,7 +220,10 @@ struct Worker {
 struct Job {
   uint16_t id = 0;
   std::string model;
-  uint64_t elems = 0;  // fp32 elements of the gradient
+  uint64_t elems = 0;  // elements of the gradient (the model's fp32 gradient bytes / 4)
+  wire::ElemType dtype = wire::ElemType::kFloat32;
+  uint32_t elem_bytes = 4;
+  std::vector<uint32_t> leaf_of_rank;  // 16-bit checks: the PSwitch each rank's host hangs off
   uint64_t compute_ns = 0;
   double start_ns = 0;
   std::vector<uint32_t> workers;  // indices into Sim::workers_, rank order
@@ -231,7 +235,8 @@ struct Job {
   uint32_t decided_through = 0;  // iterations whose successor has been decided
   // ring geometry (bytes)
   uint64_t ring_chunk = 0, ring_total = 0, ring_seg = 0;
-  std::map<uint32_t, std::pair<std::vector<float>, uint32_t>> reference;  // iteration -> (sum, checks left)
+  std::map<uint32_t, std::pair<std::vector<float>, uint32_t>>
+      reference;  // iteration -> (sum, checks left), fp32
   std::vector<controller::TreeInfo> trees;
 };
 

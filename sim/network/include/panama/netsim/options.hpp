@@ -81,6 +81,12 @@ struct Options {
   double engine_latency_us = 1.0;
   uint32_t packet_memory = 512;  // slots per engine, shared among (job, tree) entries
   uint32_t elems_per_packet = 256;
+  // Gradient element type of every job: "fp32", "bf16" or "fp16". A model's
+  // gradient has as many elements in any type; 16-bit jobs send half the
+  // bytes (PANAMA packets of elems_per_packet elements are half as long, the
+  // ring moves half the bytes) and are verified against the rounding rules
+  // of docs/protocol.md section 7.
+  std::string dtype = "fp32";
   // ---- scheme and jobs
   Scheme scheme = Scheme::kPanama;
   uint32_t trees = 4;  // per job for panama / fixed-window (single-tree: 1)
