@@ -1,9 +1,11 @@
-# Vitis HLS: synthesizes the HLS engine (hw/hls/src/engine_top.cpp, the
-# DATAFLOW kernel of hw/hls/include/panama/kernel.hpp) into a free-running
-# streaming kernel, exports it as a Vitis kernel (.xo), and checks two
-# things the C++ cannot pin down by itself (docs/hls.md):
-#   - every pipelined beat loop reached II=1 (check_csynth.py on the csynth
-#     XML reports);
+# Vitis HLS: synthesizes the HLS engine (hw/hls/src/engine_top.cpp: a
+# free-running DATAFLOW region of eight processes, the steps of
+# hw/hls/include/panama/kernel.hpp) into a free-running streaming kernel,
+# exports it as a Vitis kernel (.xo), and checks two things the C++ cannot
+# pin down by itself (docs/hls.md):
+#   - every process reached the II its PIPELINE pragma declares, and every
+#     process is found in the reports (check_csynth.py on the csynth XML
+#     reports; a process it cannot find fails the build);
 #   - the AXI4-Lite offsets Vitis HLS assigned to the mailbox arguments are
 #     those the driver uses (check_mailbox.py against hw/vitis/kernels.json).
 # Either check failing fails the build.
@@ -28,15 +30,17 @@ add_files $hls_dir/src/engine_top.cpp -cflags "-std=c++14 -DPANAMA_VITIS_HLS -I$
 open_solution -reset -flow_target vitis solution
 set_part $part
 create_clock -period $clock_ns -name default
-# Streams between the stages are FIFOs with the depths the STREAM pragmas
-# give; a free-running (ap_ctrl_none) top needs no start/done handshake.
+# Streams between the processes are FIFOs with the depths the STREAM
+# pragmas give; a free-running (ap_ctrl_none) top needs no start/done
+# handshake, and its processes restart on their own.
 config_dataflow -default_channel fifo
 csynth_design
 
-set reports [glob -nocomplain panama_hls/solution/syn/report/*_csynth.xml]
+# The top's report (csynth.xml) and every module's (<module>_csynth.xml).
+set reports [glob -nocomplain panama_hls/solution/syn/report/*csynth.xml]
 if {[catch {exec $python $script_dir/check_csynth.py {*}$reports 2>@1} out]} {
   puts stderr $out
-  puts stderr "panama: a beat loop missed II=1; see panama_hls/solution/syn/report"
+  puts stderr "panama: a process missed its II or is missing from the reports; see panama_hls/solution/syn/report"
   exit 1
 }
 puts $out

@@ -20,8 +20,9 @@
 //
 // Every one of those rules, the counters and the register interface
 // (AXI4-Lite shaped, offsets of include/panama/regmap.hpp, the map the RTL
-// engine implements too) live in EngineRules (engine_rules.hpp), which the
-// Vitis kernel's decide stage (kernel.hpp) uses as well. This class adds the
+// engine implements too) live in EngineRules (engine_rules.hpp), whose three
+// pieces the Vitis kernel's classify, slot_state and counters processes
+// (kernel.hpp) use as well. This class adds the
 // host datapath: frames as byte arrays, the packet memory as fp32 words, and
 // runs of elements added with fp32_add_run (SSE on x86-64 hosts, bit-identical
 // to the integer adder the kernel synthesizes); bf16 and fp16 payloads are

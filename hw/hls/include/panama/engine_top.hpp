@@ -13,8 +13,10 @@
 #include "panama/kernel.hpp"
 
 // The top function lives at global scope so that Vitis HLS's `set_top` can
-// name it directly. One call serves at most one register access and one
-// frame; under Vitis (ap_ctrl_none) the kernel runs it continuously.
+// name it directly. In hardware it is a free-running DATAFLOW region
+// (ap_ctrl_none): its processes run continuously. In C simulation one call
+// runs the region until it is idle: every frame queued on s_axis is
+// processed, a change of ctrl_seq is served and answered.
 void panama_engine_top(panama::hlsc::stream<panama::hlsc::AxisWord>& s_axis,
                        panama::hlsc::stream<panama::hlsc::AxisWord>& m_axis, uint32_t ctrl_seq,
                        uint32_t ctrl_op, uint32_t ctrl_addr, uint32_t ctrl_wdata, uint32_t* ctrl_ack,

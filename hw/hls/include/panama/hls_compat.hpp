@@ -21,14 +21,23 @@
 #define PANAMA_HLS_STR_(x) #x
 #define PANAMA_HLS_STR(x) PANAMA_HLS_STR_(x)
 
+// The return type of a DATAFLOW process of the Vitis top: nothing under
+// synthesis (a process returns void), whether it did anything in C
+// simulation, where the top runs its free-running processes until none
+// does (src/engine_top.cpp, docs/hls.md).
+#if defined(__SYNTHESIS__)
+#define PANAMA_PROCESS_RESULT void
+#define PANAMA_PROCESS_RETURN(x) (void)(x)
+#else
+#define PANAMA_PROCESS_RESULT bool
+#define PANAMA_PROCESS_RETURN(x) return (x)
+#endif
+
 #if defined(__SYNTHESIS__) || defined(PANAMA_VITIS_HLS)
 #include <ap_axi_sdata.h>
 #include <ap_int.h>
 #include <hls_stream.h>
 #define PANAMA_HLS(x) _Pragma(PANAMA_HLS_STR(HLS x))
-// Names a loop in Vitis HLS's reports (a label; unused labels warn in g++).
-#define PANAMA_LOOP(name) \
-  name:
 
 namespace panama {
 namespace hlsc {
@@ -100,7 +109,6 @@ inline void axis_set_user(AxisWord& w, bool v) {
 #include <stdexcept>
 
 #define PANAMA_HLS(x)
-#define PANAMA_LOOP(name)
 
 namespace panama {
 namespace hlsc {
