@@ -4,19 +4,21 @@
 # the same processes, on the same virtual cluster (one software PSwitch,
 # WORKERS ranks, 2 trees, 10 Gbit/s links): the overhead the binding adds.
 # Prints a Markdown table (docs/performance.md, "PyTorch backend").
-# Environment: BUILD_DIR, WORKERS (4), SIZES (4KiB,...,256MiB), ITERATIONS (5).
+# Environment: BUILD_DIR, WORKERS (4), SIZES (4KiB,...,256MiB), ITERATIONS (5),
+# DTYPE (fp32, bf16 or fp16: the tensors' type; sizes stay in bytes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 WORKERS=${WORKERS:-4}
 SIZES=${SIZES:-4KiB,64KiB,1MiB,16MiB,64MiB,256MiB}
 ITERATIONS=${ITERATIONS:-5}
+DTYPE=${DTYPE:-fp32}
 
 out=$(mktemp /tmp/panama-bench-torch-XXXXXX)
 trap 'rm -f "$out"' EXIT
 "$BUILD_DIR/sw/torch/panama-torchrun" --workers "$WORKERS" --no-prefix -- \
   /usr/bin/python3 -W ignore::UserWarning sw/torch/bench/bench_allreduce.py \
-  --sizes "$SIZES" --iterations "$ITERATIONS" 2>/dev/null | grep '^BENCH ' | cut -c7- > "$out"
+  --sizes "$SIZES" --iterations "$ITERATIONS" --dtype "$DTYPE" 2>/dev/null | grep '^BENCH ' | cut -c7- > "$out"
 /usr/bin/python3 - "$out" <<'PY'
 import json, sys
 rows = {}

@@ -31,7 +31,12 @@ def exact_summing(n: int, generator: torch.Generator) -> torch.Tensor:
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:
-    return t.contiguous().view(torch.int32)
+    """The tensor's bits as integers Gloo can gather (int32 for 4-byte
+    elements; 16-bit elements as uint8 pairs)."""
+    t = t.contiguous()
+    if t.element_size() == 2:
+        return t.view(torch.float16).reshape(-1).view(torch.uint8) if t.numel() else t.view(torch.uint8)
+    return t.view(torch.int32)
 
 
 def same_bits_on_all_ranks(t: torch.Tensor, group) -> bool:
@@ -57,8 +62,43 @@ class Checks:
             print(f"FAILED: {what}", flush=True)
 
     def finish(self) -> None:
-        rank = dist.get_rank() if dist.is_initialized() else -1
+        rank = dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", "-1"))
         if self.failures:
             print(f"{self.name}: rank {rank}: {len(self.failures)} of {self.count} checks failed", flush=True)
             sys.exit(1)
         print(f"{self.name}: rank {rank}: all {self.count} checks passed", flush=True)
+
+
+def gather_all(x: torch.Tensor, group) -> list:
+    """Every rank's copy of `x` over `group` (a plain Gloo group: Gloo of torch
+    1.13 has no bfloat16 or int16, so 16-bit data travels as float16 bits)."""
+    raw = x.contiguous().view(torch.float16) if x.dtype in (torch.bfloat16, torch.float16) else x.contiguous()
+    out = [torch.empty_like(raw) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(out, raw, group=group)
+    return [o.view(x.dtype) for o in out]
+
+
+def engine_candidates(parts: list, dtype: torch.dtype) -> torch.Tensor:
+    """What one engine may emit for the contributions `parts` (one tensor per
+    rank, all of `dtype`), per docs/protocol.md §7: every contribution widened
+    to fp32 exactly, added in fp32 in arrival order (any order), the sum
+    rounded once to `dtype`. Returns a (orders, n) tensor of `dtype` with one
+    row per order of arrival; a correct result matches some row in every
+    element (the order can differ between packets)."""
+    import itertools
+    wide = [p.float() for p in parts]
+    rows = []
+    for order in itertools.permutations(range(len(parts))):
+        acc = wide[order[0]].clone()
+        for i in order[1:]:
+            acc = acc + wide[i]  # fp32 additions, round to nearest even, as the engines add
+        rows.append(acc.to(dtype))
+    return torch.stack(rows)
+
+
+def matches_some_order(result: torch.Tensor, candidates: torch.Tensor) -> bool:
+    """Whether every element of `result` equals (bit for bit) that element of some candidate row."""
+    bits_dtype = torch.int16 if result.dtype in (torch.bfloat16, torch.float16) else torch.int32
+    r = result.contiguous().view(bits_dtype)
+    c = candidates.contiguous().view(bits_dtype)
+    return bool((c == r.unsqueeze(0)).any(dim=0).all())

@@ -25,6 +25,7 @@ import panama_torch  # noqa: F401  (registers the backend)
 parser = argparse.ArgumentParser()
 parser.add_argument("--sizes", default="4KiB,64KiB,1MiB,16MiB,64MiB,256MiB")
 parser.add_argument("--iterations", type=int, default=5, help="timed allreduces per size (fewer above 64 MiB)")
+parser.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"], help="the tensors' type")
 args = parser.parse_args()
 
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "B": 1}
@@ -53,7 +54,8 @@ def direct_allreduce(t):
 
 for text in args.sizes.split(","):
     size = parse_size(text)
-    t = torch.ones(size // 4)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    t = torch.ones(size * 8 // torch.finfo(dtype).bits, dtype=dtype)
     iterations = args.iterations if size <= 64 << 20 else max(2, args.iterations // 2)
     dist.all_reduce(t)  # warm-up
     times = {"backend": [], "direct": []}
@@ -68,7 +70,7 @@ for text in args.sizes.split(","):
     if rank == 0:
         for kind, ts in times.items():
             med = statistics.median(ts)
-            print("BENCH " + json.dumps({"kind": kind, "bytes": size, "iterations": iterations, "median_s": med,
+            print("BENCH " + json.dumps({"kind": kind, "dtype": args.dtype, "bytes": size, "iterations": iterations, "median_s": med,
                                          "best_s": min(ts), "gbps": size * 8 / med / 1e9}), flush=True)
     del t
 dist.destroy_process_group()

@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
                   "PANAMA_PSWITCH_PIDS=" + pswitch_pids,
                   "PYTHONPATH=" + pp,
                   "PYTHONUNBUFFERED=1"};
+      // One intra-op thread per rank unless the user chose (as torchrun does): several ranks share
+      // the machine's cores, and OpenMP threads spinning after each parallel region keep the
+      // runtime's progress threads and the PSwitch off the CPU (docs/pytorch.md, "Retransmissions").
+      if (!std::getenv("OMP_NUM_THREADS")) spec.env.push_back("OMP_NUM_THREADS=1");
       rank_of[w.host] = w.plan.rank;
       nodes.start(spec);
     }

@@ -323,6 +323,11 @@ bool Runtime::link_up(const std::string& device) const {
 }
 
 std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std::string& device) {
+  return communicator(plan, device, {});
+}
+
+std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std::string& device,
+                                                    const std::vector<uint32_t>& first_sequences) {
   validate_plan(plan);
   const std::string dev = device.empty() ? plan.device : device;
   if (dev.empty()) {
@@ -366,6 +371,13 @@ std::unique_ptr<Communicator> Runtime::communicator(const Plan& plan, const std:
     }
   }
   auto cs = std::make_shared<CommState>(shared_, plan, shared_->options);
+  if (!first_sequences.empty()) {
+    try {
+      cs->core.continue_sequences(first_sequences);
+    } catch (const std::exception& e) {
+      throw RuntimeError("job " + std::to_string(plan.job_id) + ": " + e.what());
+    }
+  }
   cs->port = ps;
   cs->device = ps->port->name();
   if (uplinks.size() > 1) {
@@ -430,6 +442,29 @@ void Communicator::allreduce(float* data, size_t count) {
 CommStats Communicator::stats() const {
   std::lock_guard<std::mutex> lk(state_->shared->mu);
   return state_->core.stats();
+}
+
+std::vector<uint32_t> Communicator::next_sequences() const {
+  std::lock_guard<std::mutex> lk(state_->shared->mu);
+  try {
+    return state_->core.next_sequences();
+  } catch (const std::logic_error& e) {
+    throw RuntimeError("job " + std::to_string(state_->core.plan().job_id) +
+                       ": no sequences to continue from: " + e.what());
+  }
+}
+
+void Communicator::defer_failure_until(std::chrono::steady_clock::time_point until) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch()).count();
+  std::lock_guard<std::mutex> lk(state_->shared->mu);
+  state_->core.defer_failure_until(
+      until == std::chrono::steady_clock::time_point{} || ns <= 0 ? 0 : static_cast<uint64_t>(ns));
+}
+
+void Communicator::set_skew_allowance(std::chrono::microseconds allowance) {
+  std::lock_guard<std::mutex> lk(state_->shared->mu);
+  state_->core.set_skew_allowance_ns(allowance.count() > 0 ? static_cast<uint64_t>(allowance.count()) * 1000
+                                                           : 0);
 }
 
 const Plan& Communicator::plan() const {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <stdexcept>
 
 namespace panama::runtime {
 
@@ -65,7 +66,8 @@ struct AllreduceCore::Outstanding {
   uint32_t retries = 0;
   bool acked = false;
   bool retransmitted = false;
-  bool resend = false;  // timed out, retransmission not written yet (transmit path was full)
+  bool resend = false;   // timed out, retransmission not written yet (transmit path was full)
+  bool stalled = false;  // waited through a silence of its tree (set_skew_allowance): no RTT sample
 };
 
 struct AllreduceCore::Tree {
@@ -398,6 +400,8 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
   uint64_t next = UINT64_MAX;
   bool ok = true;
   t.resend_pending = false;
+  // Silent: the tree has answered nothing for an RTO (set_skew_allowance).
+  const bool silent = skew_allowance_ns_ > 0 && now_ns >= t.last_result_ns + t.rto_ns;
   for (uint32_t s = t.snd_una; s != t.next_seq; ++s) {
     Outstanding& o = t.at(s);
     if (o.acked) continue;
@@ -411,10 +415,30 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
       o.rto_ns = t.rto_ns;
       o.deadline_ns = o.sent_ns + o.rto_ns;
     }
+    // When its tree has answered nothing for as long as the chunk's RTO, a
+    // chunk waits at least the skew allowance from its sending: nothing of
+    // the tree moves, so a worker has not contributed yet (it issued the
+    // allreduce later, or its threads were off the CPU), which a
+    // retransmission does not hurry (set_skew_allowance).
+    if (o.deadline_ns <= now_ns && o.retries == 0 && skew_allowance_ns_ > 0 &&
+        now_ns >= t.last_result_ns + o.rto_ns && o.sent_ns + skew_allowance_ns_ > now_ns) {
+      o.deadline_ns = o.sent_ns + skew_allowance_ns_;
+      o.stalled = true;
+    }
+    // In a silence past the allowance, only the oldest unacknowledged chunk
+    // (snd_una) probes the tree, as TCP retransmits only its earliest
+    // segment on a timeout (RFC 6298 5.4): if the tree is waiting for a
+    // worker, one probe per backoff is all it costs; if the probe's result
+    // comes, the silence ends and the others' timers restart.
+    if (o.deadline_ns <= now_ns && silent && s != t.snd_una && !o.resend) {
+      o.deadline_ns = now_ns + o.rto_ns;
+      o.stalled = true;
+    }
     if (o.deadline_ns <= now_ns) {
       // Only a tree that has answered this worker before can die: before its
       // first result, silence means a worker that has not started yet.
-      if (t.backup >= 0 && t.last_result_ns > 0 && o.retries >= c.failover_after) {
+      const bool deferred = now_ns < defer_failure_until_ns_;  // a late peer, says the caller
+      if (t.backup >= 0 && t.last_result_ns > 0 && o.retries >= c.failover_after && !deferred) {
         begin_failover(t, now_ns);
         return !failed();
       }
@@ -425,7 +449,7 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
       // recovery of a lost chunk fits in that time.
       const uint64_t silent_since = std::max(t.last_result_ns, o.sent_ns);
       const uint64_t patience = uint64_t{c.retry_budget} * c.rto_max_us * 1000;
-      if (o.retries >= c.retry_budget && now_ns - silent_since >= patience) {
+      if (o.retries >= c.retry_budget && now_ns - silent_since >= patience && !deferred) {
         const std::string what =
             o.op ? "chunk " + std::to_string(o.chunk) + " of allreduce #" + std::to_string(o.op->id)
                  : std::string("a replayed contribution");
@@ -563,6 +587,20 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   }
   o.acked = true;
   o.resend = false;
+  // The first result after a silence of the tree (longer than its RTO) ends
+  // a wait for a worker: the chunks still outstanding waited for it too, and
+  // their results follow now, so their timers restart here
+  // (set_skew_allowance).
+  const bool silence_ended = skew_allowance_ns_ > 0 && t.last_result_ns + t.rto_ns <= now_ns;
+  if (silence_ended) {
+    for (uint32_t s2 = t.snd_una; s2 != t.next_seq; ++s2) {
+      Outstanding& x = t.at(s2);
+      if (x.acked || x.retries != 0 || x.sent_ns >= now_ns) continue;
+      x.deadline_ns = now_ns + x.rto_ns;
+      x.stalled = true;
+      t.min_deadline = std::min(t.min_deadline, x.deadline_ns);
+    }
+  }
   t.last_result_ns = std::max<uint64_t>(now_ns, 1);
   if (o.op) {  // a replayed contribution's result is already in this worker's buffer
     const size_t eb = o.op->elem_bytes;
@@ -577,7 +615,7 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
   }
 
   // RTT sample (Karn: only from chunks sent once), RFC 6298 estimator.
-  if (!o.retransmitted && now_ns >= o.sent_ns) {
+  if (!o.retransmitted && !o.stalled && !silence_ended && now_ns >= o.sent_ns) {
     const double r = static_cast<double>(now_ns - o.sent_ns);
     if (!t.have_rtt) {
       t.srtt_ns = r;
@@ -790,6 +828,37 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
   t.kept_type.clear();
   t.kept_data.clear();
   t.kept_for_cap = 0;
+}
+
+std::vector<uint32_t> AllreduceCore::next_sequences() const {
+  if (failed()) throw std::logic_error("the communicator failed: " + fail_reason_);
+  if (pending_ops() != 0) throw std::logic_error("allreduces are unfinished");
+  std::vector<uint32_t> next;
+  for (const auto& t : trees_) {
+    if (t->redirect >= 0 || t->state == Tree::State::kDead || t->agreement_seqs != 0) {
+      throw std::logic_error("tree " + std::to_string(t->plan.tree_id) + " took part in a failover");
+    }
+    next.push_back(t->next_seq);
+  }
+  return next;
+}
+
+void AllreduceCore::continue_sequences(const std::vector<uint32_t>& next) {
+  if (next_op_ != 1) throw std::logic_error("continue_sequences after an allreduce was started");
+  if (next.size() != trees_.size()) {
+    throw std::invalid_argument("continue_sequences: " + std::to_string(next.size()) + " sequences for " +
+                                std::to_string(trees_.size()) + " trees");
+  }
+  for (size_t i = 0; i < trees_.size(); ++i) {
+    Tree& t = *trees_[i];
+    if (t.state == Tree::State::kStandby && next[i] != 0) {
+      throw std::invalid_argument("continue_sequences: standby tree " + std::to_string(t.plan.tree_id) +
+                                  " must start at 0, not " + std::to_string(next[i]));
+    }
+    t.next_seq = next[i];
+    t.snd_una = next[i];
+    t.issued_end = next[i];
+  }
 }
 
 CommStats AllreduceCore::stats() const {

@@ -141,6 +141,23 @@ class Communicator {
   const Plan& plan() const;
   const std::string& device() const;
 
+  // Per tree (plan order), the sequence the next chunk would use: what a
+  // later communicator of the same job continues from (Runtime::communicator
+  // with first_sequences). Throws RuntimeError while allreduces are
+  // unfinished, after the communicator failed or after a tree failover.
+  std::vector<uint32_t> next_sequences() const;
+  // Until `until`, a chunk that has used its retry budget (or reached
+  // failover_after) is retransmitted at rto_max instead of failing the job
+  // (or failing its tree over): for a caller that knows a worker of the job
+  // has not issued the allreduce yet (a late peer, not a dead tree) and
+  // enforces its own deadline. A default time_point ends the deferral.
+  void defer_failure_until(std::chrono::steady_clock::time_point until);
+  // A chunk of an allreduce that has had no result yet is not retransmitted
+  // before `allowance` after it was sent: the time the other workers may
+  // take to issue the same allreduce (AllreduceCore::set_skew_allowance_ns).
+  // 0 (the default) turns it off.
+  void set_skew_allowance(std::chrono::microseconds allowance);
+
  private:
   friend class Runtime;
   explicit Communicator(std::shared_ptr<detail::CommState> s) : state_(std::move(s)) {}
@@ -163,6 +180,14 @@ class Runtime {
   // DpdkPortNotFound / DpdkError (port), RuntimeError (job already has a
   // communicator on that port, no device named).
   std::unique_ptr<Communicator> communicator(const Plan& plan, const std::string& device = "");
+  // The same, continuing the job where an earlier communicator of it
+  // stopped: tree i starts at first_sequences[i] (that communicator's
+  // next_sequences()), which every worker of the job must agree on. The
+  // engines' slots remember the sequences a job used, so a new communicator
+  // of a job that already ran must not start again at 0 (docs/protocol.md
+  // §5). Throws RuntimeError for a vector that does not fit the plan.
+  std::unique_ptr<Communicator> communicator(const Plan& plan, const std::string& device,
+                                             const std::vector<uint32_t>& first_sequences);
 
   std::shared_ptr<DpdkEal> eal() const;
   RuntimeCounters counters() const;

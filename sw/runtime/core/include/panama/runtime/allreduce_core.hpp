@@ -238,6 +238,47 @@ class AllreduceCore {
   size_t pending_ops() const { return pending_ + (failover_owed() ? 1 : 0); }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
+  // Continuing a job in a new communicator (e.g. a process group destroyed
+  // and created again in one process): the engines' slots remember the
+  // sequences the job used (docs/protocol.md §5), so a new communicator of
+  // the same job must go on where the previous one stopped, not at 0.
+  // next_sequences() is, per tree in plan order, the sequence its next chunk
+  // would use; throws std::logic_error while allreduces are
+  // unfinished, after a failure or after a failover (the engines' state then
+  // depends on more than one number per tree). continue_sequences() makes a
+  // fresh core (no allreduce started yet) start every tree there; it throws
+  // std::invalid_argument for a vector of another length or a standby tree
+  // that does not start at 0, std::logic_error once an allreduce started.
+  // Every worker of the job must continue from the same sequences.
+  std::vector<uint32_t> next_sequences() const;
+  void continue_sequences(const std::vector<uint32_t>& next);
+
+  // Deferring failure: until `until_ns` (core clock), a chunk that has used
+  // its retry budget (and whose tree has been silent long enough), or that
+  // has reached failover_after, is retransmitted at rto_max instead of
+  // failing the job or failing its tree over. For a caller that knows
+  // another worker has not issued the allreduce yet (a late peer, not a dead
+  // tree) and has its own deadline. 0 (the default): no deferral.
+  void defer_failure_until(uint64_t until_ns) { defer_failure_until_ns_ = until_ns; }
+  uint64_t failure_deferred_until() const { return defer_failure_until_ns_; }
+
+  // Skew allowance: while a tree has answered nothing for as long as a
+  // chunk's RTO, the chunk is not retransmitted before this long after its
+  // sending, however small the RTO. A result needs every worker's
+  // contribution, so a tree where nothing moves is waiting for a worker that
+  // has not contributed yet: one that issued the allreduce later (the ranks
+  // of a training job reach each gradient bucket at different times) or
+  // whose threads were off the CPU. A retransmission does not bring it
+  // sooner. The first result after such a silence restarts the timers of
+  // the chunks still outstanding (their results follow now), and chunks that
+  // waited through it give no RTT sample (their round trip measured the
+  // worker, not the path). A lost chunk among others that complete is still
+  // retransmitted after its RTO; what waits longer is recovering a loss
+  // after which the tree has nothing else to answer (the last chunks of a
+  // window, or all of them). 0 (the default): off.
+  void set_skew_allowance_ns(uint64_t ns) { skew_allowance_ns_ = ns; }
+  uint64_t skew_allowance_ns() const { return skew_allowance_ns_; }
+
   // Fails every unfinished allreduce and all later ones with `reason`.
   void abort(const std::string& reason);
   bool failed() const { return !fail_reason_.empty(); }
@@ -312,6 +353,8 @@ class AllreduceCore {
   std::function<void(OpId, size_t)> observer_;
   size_t streaming_copy_bytes_ = 0;
   bool zero_copy_send_ = false;
+  uint64_t defer_failure_until_ns_ = 0;
+  uint64_t skew_allowance_ns_ = 0;
 };
 
 }  // namespace panama::runtime
