@@ -1012,6 +1012,18 @@ class PanamaGroup : public Base {
       return "continues at sequences " + s;
     };
     if (!same || all.front() == "failed") {
+      // Every rank raises. The store lives in one of the ranks (rank 0 under
+      // env://), whose script may exit as soon as it has raised: every rank
+      // waits until all have read the values, so none is left reading from a
+      // store that is gone ("Connection reset by peer" instead of this reason).
+      try {
+        store_->add("panama/resume_read", 1);
+        const auto until = Clock::now() + config_.timeout;
+        while (store_->add("panama/resume_read", 0) < n && Clock::now() < until)
+          std::this_thread::sleep_for(milliseconds(5));
+      } catch (const std::exception&) {
+        // The store's host has already raised and gone: this rank has its values.
+      }
       std::string m = "panama: cannot create a PANAMA process group for job " + std::to_string(job_id_) +
                       ": the engines remember the sequences the job used, and the ranks cannot continue them "
                       "consistently (";
