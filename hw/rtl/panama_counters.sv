@@ -1,6 +1,9 @@
 // Statistics counters of the register map: NUM_GLOBAL_COUNTERS global and
 // NUM_ENTRY_COUNTERS per table entry, 64 bits each, incremented by the
-// decision (one frame per clock at most), cleared by CONTROL.CLEAR_COUNTERS
+// decision (one frame per clock at most) and, for the global counters, by
+// increments from outside it (ext_inc: frames dropped in front of the
+// decision; a counter incremented by both in one clock gains 2), cleared by
+// CONTROL.CLEAR_COUNTERS
 // and CONTROL.RESET; a committed entry's counters restart at zero.
 // Read port pipelined, panama_engine_pkg::COUNTER_READ_LATENCY = 3 clocks
 // from rd_* to rd_value (one read per clock): the entry in two steps (one
@@ -18,6 +21,7 @@ module panama_counters #(
 
     input  wire logic                                                  inc_valid,
     input  wire logic [panama_regmap_pkg::NUM_GLOBAL_COUNTERS-1:0]     global_inc,
+    input  wire logic [panama_regmap_pkg::NUM_GLOBAL_COUNTERS-1:0]     ext_inc,
     input  wire logic                                                  entry_inc_valid,
     input  wire logic                                 [ENTRY_BITS-1:0] entry_inc_entry,
     input  wire logic [panama_regmap_pkg::NUM_ENTRY_COUNTERS-1:0]      entry_inc,
@@ -39,9 +43,12 @@ module panama_counters #(
   logic [63:0] gctr[NUM_GLOBAL_COUNTERS];
 
   for (genvar c = 0; c < NUM_GLOBAL_COUNTERS; c++) begin : g_global
+    logic a, b;
+    assign a = inc_valid && global_inc[c];
+    assign b = ext_inc[c];
     always_ff @(posedge clk) begin
       if (rst || clear_all) gctr[c] <= 64'd0;
-      else if (inc_valid && global_inc[c]) gctr[c] <= gctr[c] + 64'd1;
+      else if (a || b) gctr[c] <= gctr[c] + {62'd0, a && b, a != b};
     end
   end
 

@@ -3,6 +3,9 @@
 // and register map (panama_regmap_pkg, generated from hw/regmap). This
 // module only wires the parts (docs/rtl.md has the block diagram):
 //
+//   panama_rx_frame_fifo   receive frame FIFO: the input is never held back;
+//                          frames that do not fit or that the MAC marks bad
+//                          are dropped whole (counted), whole frames leave
 //   panama_frame_input     store-and-forward input, one descriptor per frame
 //   panama_classifier      C1 .. C5: header checks of the first beat
 //   panama_table           (job, tree) table, commands, lookup (L1 .. L3)
@@ -20,8 +23,12 @@
 // on the last beat), AXI4-Lite control. One beat per clock in and out for
 // every frame size, also back to back into one slot (the slot word's
 // read-add-write loop is 2 clocks and a frame at least 2 beats; docs/rtl.md).
-// s_axis_tuser[0]: the MAC marks the frame bad (bad FCS); the frame is
-// dropped whole and counted in DROP_MAC_ERROR (panama_frame_input).
+// The input is a MAC's receive stream, which cannot be held back:
+// s_axis_tready is always high, and the receive frame FIFO in front of the
+// input stage drops a frame whole when it does not fit (DROP_RX_OVERFLOW) or
+// when the MAC marks it bad, s_axis_tuser[0] on any beat (bad FCS;
+// DROP_MAC_ERROR); both also count in FRAMES_IN. Nothing partial reaches
+// the input stage.
 `default_nettype none
 module panama_engine #(
     // (job, tree) table entries (the CAM size).
@@ -30,6 +37,12 @@ module panama_engine #(
     parameter int NUM_SLOTS = 512,
     // 512-bit words per slot bank (16 fp32 each).
     parameter int SLOT_WORDS = 144,
+    // Receive frame FIFO in beats (a power of two, at least two largest
+    // frames): 1024 beats = 64 KiB, seven 9216-byte frames (144 beats):
+    // one being received while the one before leaves, and five more
+    // while the engine is held back by its output; 5.2 us of a 100 Gbit/s
+    // line. Block RAM: 1024 x 577 bits.
+    parameter int RX_FIFO_DEPTH = 1024,
     // Input FIFO depth in beats (a power of two; holds two jumbo frames).
     parameter int IN_FIFO_DEPTH = 512,
     // Frame descriptors waiting for the control pipeline (a power of two).
@@ -56,12 +69,14 @@ module panama_engine #(
     input  wire logic         clk,
     input  wire logic         rst,
 
+    // From the MAC. tready is always high: every beat is taken, and a frame
+    // that does not fit in the receive FIFO is dropped whole.
     input  wire logic [511:0] s_axis_tdata,
     input  wire logic [63:0]  s_axis_tkeep,
     input  wire logic         s_axis_tvalid,
     output logic              s_axis_tready,
     input  wire logic         s_axis_tlast,
-    // Bit 0: MAC error (bad FCS), on any beat of the frame.
+    // Bit 0: MAC error (bad FCS), on any beat of the frame: dropped whole.
     input  wire logic [0:0]   s_axis_tuser,
 
     output logic      [511:0] m_axis_tdata,
@@ -88,6 +103,12 @@ module panama_engine #(
     output logic              s_axil_rvalid,
     input  wire logic         s_axil_rready,
 
+    // Frames dropped by receive frame FIFOs outside the engine (the two-port
+    // kernel's cage-to-cage paths), one pulse per frame, counted in
+    // FWD_0TO1_DROPPED (bit 0: cage 0 to cage 1) and FWD_1TO0_DROPPED
+    // (bit 1: cage 1 to cage 0). Tie low where there are none.
+    input  wire logic [1:0]   fwd_drop,
+
     // Nothing buffered or in flight anywhere.
     output logic              status_idle,
     // Why the input is stalled (when it is): input FIFO or descriptor FIFO
@@ -101,7 +122,19 @@ module panama_engine #(
     output logic              status_decision_valid,
     output logic      [2:0]   status_decision_action,
     output logic      [4:0]   status_decision_counter,
-    output logic      [7:0]   status_decision_entry
+    output logic      [7:0]   status_decision_entry,
+    // The receive frame FIFO: one pulse per input frame, in frame order,
+    // two clocks after its tlast (status_rx_frame), with it whether the FIFO
+    // dropped the frame (it did not fit; the MAC marked it bad). Frames not
+    // dropped get their decision later, in order. status_rx_free: beats that
+    // still fit (registered), for a source that can wait (a test bench).
+    // status_in_stall: the receive FIFO has a beat that the input stage does
+    // not take (status_stall_* say why).
+    output logic              status_rx_frame,
+    output logic              status_rx_drop_overflow,
+    output logic              status_rx_drop_bad,
+    output logic      [15:0]  status_rx_free,
+    output logic              status_in_stall
 );
   import panama_wire_pkg::*;
   import panama_regmap_pkg::*;
@@ -125,7 +158,44 @@ module panama_engine #(
     // needs room for every frame in the control pipeline and the FIFO's read latency.
     if (ACT_FIFO_DEPTH < 64 || ACT_FIFO_DEPTH < CTRL_DEPTH + 2)
       $error("%m: ACT_FIFO_DEPTH must be at least 64 and CTRL_DEPTH + 2 (control pipeline depth)");
+    if (RX_FIFO_DEPTH < 2 * MAX_FRAME_BEATS || RX_FIFO_DEPTH > 32768)
+      $error("%m: RX_FIFO_DEPTH must hold two largest frames (and at most 32768 beats)");
   end
+
+  // ================================================================ receive FIFO
+  logic [511:0] rx_tdata;
+  logic [63:0]  rx_tkeep;
+  logic         rx_tvalid, rx_tready, rx_tlast;
+  logic         rx_empty;
+  logic         rx_drop_overflow, rx_drop_bad;
+  logic [$clog2(RX_FIFO_DEPTH):0] rx_free;
+
+  panama_rx_frame_fifo #(
+      .DEPTH(RX_FIFO_DEPTH)
+  ) rx_fifo (
+      .clk(clk),
+      .rst(rst),
+      .s_axis_tdata(s_axis_tdata),
+      .s_axis_tkeep(s_axis_tkeep),
+      .s_axis_tvalid(s_axis_tvalid),
+      .s_axis_tlast(s_axis_tlast),
+      .s_axis_tuser(s_axis_tuser[0]),
+      .m_axis_tdata(rx_tdata),
+      .m_axis_tkeep(rx_tkeep),
+      .m_axis_tvalid(rx_tvalid),
+      .m_axis_tready(rx_tready),
+      .m_axis_tlast(rx_tlast),
+      .status_frame(status_rx_frame),
+      .status_drop_overflow(rx_drop_overflow),
+      .status_drop_bad(rx_drop_bad),
+      .status_free(rx_free),
+      .status_empty(rx_empty)
+  );
+  assign s_axis_tready = 1'b1;
+  assign status_rx_drop_overflow = rx_drop_overflow;
+  assign status_rx_drop_bad = rx_drop_bad;
+  assign status_rx_free = 16'(rx_free);
+  assign status_in_stall = rx_tvalid && !rx_tready;
 
   // ================================================================ input
   logic [511:0] beat_data;
@@ -142,12 +212,13 @@ module panama_engine #(
   ) frame_input (
       .clk(clk),
       .rst(rst),
-      .s_axis_tdata(s_axis_tdata),
-      .s_axis_tkeep(s_axis_tkeep),
-      .s_axis_tvalid(s_axis_tvalid),
-      .s_axis_tready(s_axis_tready),
-      .s_axis_tlast(s_axis_tlast),
-      .s_axis_tuser(s_axis_tuser[0]),
+      .s_axis_tdata(rx_tdata),
+      .s_axis_tkeep(rx_tkeep),
+      .s_axis_tvalid(rx_tvalid),
+      .s_axis_tready(rx_tready),
+      .s_axis_tlast(rx_tlast),
+      // Bad frames never get past the receive FIFO.
+      .s_axis_tuser(1'b0),
       .m_beat_data(beat_data),
       .m_beat_valid(beat_valid),
       .m_beat_ready(beat_ready),
@@ -330,6 +401,7 @@ module panama_engine #(
   end
 
   logic [NUM_GLOBAL_COUNTERS-1:0] global_inc;
+  logic [NUM_GLOBAL_COUNTERS-1:0] ext_inc_reg;  // increments from outside the decision
   logic [NUM_ENTRY_COUNTERS-1:0]  entry_inc;
   logic                           entry_inc_valid;
   logic                           inc_valid;
@@ -474,6 +546,7 @@ module panama_engine #(
       .rst(rst),
       .inc_valid(inc_valid),
       .global_inc(global_inc),
+      .ext_inc(ext_inc_reg),
       .entry_inc_valid(entry_inc_valid),
       .entry_inc_entry(inc_entry),
       .entry_inc(entry_inc),
@@ -486,8 +559,23 @@ module panama_engine #(
       .rd_value(ctr_rd_value)
   );
 
+  // Frames dropped in front of the decision: by the receive FIFO (FRAMES_IN
+  // and the reason, as the model counts a frame dropped before it is looked
+  // at) and by the two-port kernel's cage-to-cage FIFOs. Registered; they
+  // add to the decision's increments of the same clock.
+  always_ff @(posedge clk) begin
+    ext_inc_reg <= '0;
+    if (!rst) begin
+      ext_inc_reg[GC_FRAMES_IN] <= rx_drop_overflow || rx_drop_bad;
+      ext_inc_reg[GC_DROP_RX_OVERFLOW] <= rx_drop_overflow;
+      ext_inc_reg[GC_DROP_MAC_ERROR] <= rx_drop_bad;
+      ext_inc_reg[GC_FWD_0TO1_DROPPED] <= fwd_drop[0];
+      ext_inc_reg[GC_FWD_1TO0_DROPPED] <= fwd_drop[1];
+    end
+  end
+
   // ================================================================ status
-  assign status_idle = input_empty && ctrl_inflight_reg == 8'd0 && !c1_busy && !act_valid && act_count == '0 &&
+  assign status_idle = rx_empty && input_empty && ctrl_inflight_reg == 8'd0 && !c1_busy && !act_valid && act_count == '0 &&
       data_empty && !clear_busy;
   assign status_stall_reg_write = write_pending;
 

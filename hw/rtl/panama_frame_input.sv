@@ -7,10 +7,12 @@
 // raises it on the tlast beat, where the FCS is checked); the frame is then
 // marked bad as a whole. Beats beyond the largest frame are not stored (the
 // frame is dropped as oversize by the classifier, which knows from the beat
-// count).
+// count). In the engine this stage sits behind the receive frame FIFO
+// (panama_rx_frame_fifo), which drops bad frames itself: its tuser input is
+// tied low there.
 //
 // Pipelined (at most 6 logic levels per stage, also from the s_axis ports,
-// which come from the MAC's registers): R registers the accepted beat and
+// which come from registers: the receive FIFO's output): R registers the accepted beat and
 // the population counts of tkeep's four 16-bit quarters, P adds them, L
 // updates the frame and pushes the beat and, at tlast, the descriptor.
 // s_axis_tready is registered and counts the beats in R and P as taken.

@@ -9,7 +9,7 @@ namespace regmap {
 
 constexpr uint32_t kIdValue = 0x504E4D41;
 constexpr uint32_t kVersionMajor = 1;
-constexpr uint32_t kVersionMinor = 2;
+constexpr uint32_t kVersionMinor = 3;
 constexpr uint32_t kAddressBits = 14;
 
 // Registers (byte offsets).
@@ -173,10 +173,13 @@ enum GlobalCounter : uint32_t {
   kGcDropCountMismatch = 21,
   kGcDropMacError = 22,
   kGcDropTypeMismatch = 23,
-  kNumGlobalCounters = 24
+  kGcDropRxOverflow = 24,
+  kGcFwd0to1Dropped = 25,
+  kGcFwd1to0Dropped = 26,
+  kNumGlobalCounters = 27
 };
 constexpr const char* kGlobalCounterNames[kNumGlobalCounters] = {
-    "frames_in", "passthrough", "results_passed", "panama_in", "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_oversize", "drop_truncated", "drop_bad_ip_header", "drop_bad_version", "drop_bad_type", "drop_bad_elem_type", "drop_bad_elem_count", "drop_bad_length", "drop_unknown_entry", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch", "drop_mac_error", "drop_type_mismatch"};
+    "frames_in", "passthrough", "results_passed", "panama_in", "aggregated", "emitted", "duplicates", "retrans_in", "retrans_served", "ecn_marked", "drop_oversize", "drop_truncated", "drop_bad_ip_header", "drop_bad_version", "drop_bad_type", "drop_bad_elem_type", "drop_bad_elem_count", "drop_bad_length", "drop_unknown_entry", "drop_child_not_allowed", "drop_seq_window", "drop_count_mismatch", "drop_mac_error", "drop_type_mismatch", "drop_rx_overflow", "fwd_0to1_dropped", "fwd_1to0_dropped"};
 constexpr uint32_t kEntryCounterBase = 0x1000;
 constexpr uint32_t kEntryCounterStride = 0x80;
 enum EntryCounter : uint32_t {

@@ -1,7 +1,11 @@
 // Co-simulation tests: the Verilated RTL engine against the HLS model on
 // seeded random traffic with tvalid gaps and tready back-pressure, the
-// line-rate property (one beat accepted per clock under full offered load),
-// and the RtlEngine interface on directed frames with hand-computed results.
+// line-rate property (one beat per clock from a MAC that never waits, no
+// frame dropped, the engine's input never stalled), the receive FIFO's drops
+// (a MAC source under heavy output back-pressure: frames that do not fit and
+// frames marked bad dropped whole, the model told, everything else
+// bit-exact, the counters equal), and the RtlEngine interface on directed
+// frames with hand-computed results.
 // PANAMA_TEST_SEED replaces the seed list by one seed; failing traffic is
 // written as a pcap into the working directory.
 #include <algorithm>
@@ -35,7 +39,7 @@ std::vector<uint64_t> seeds(std::initializer_list<uint64_t> fixed) {
   return fixed;
 }
 
-void check_scenario(const Scenario& sc, const StreamShaping& shaping) {
+CompareResult check_scenario(const Scenario& sc, const StreamShaping& shaping) {
   const CompareResult r = compare(sc, shared_rtl(), shaping);
   if (!r.ok) {
     const std::string path = "cosim-fail-seed-" + std::to_string(sc.seed) + ".pcap";
@@ -46,6 +50,13 @@ void check_scenario(const Scenario& sc, const StreamShaping& shaping) {
   INFO(r.message);
   REQUIRE(r.ok);
   CHECK(r.frames == sc.frame_count());
+  return r;
+}
+
+uint64_t counter(RtlEngine& rtl, uint32_t c) {
+  const uint32_t lo = rtl.reg_read(regmap::global_counter_addr(c));
+  const uint32_t hi = rtl.reg_read(regmap::global_counter_addr(c) + 4);
+  return (uint64_t{hi} << 32) | lo;
 }
 
 }  // namespace
@@ -81,10 +92,46 @@ TEST_CASE("RTL matches the HLS model back to back, without gaps or back-pressure
   }
 }
 
+TEST_CASE("RTL matches the HLS model when its receive FIFO drops frames", "[cosim][rxfifo]") {
+  // A MAC source (it never waits) at full rate, the output held back 90% of
+  // the clocks: the engine falls behind, its receive FIFO fills and drops
+  // whole frames that do not fit; about 2% of the frames carry the MAC's
+  // bad-frame flag and are dropped whole whatever the room. The model is
+  // told which frames the FIFO dropped for room; everything else must match
+  // bit for bit, and the drop counters must equal the drops seen. No
+  // register changes, so the counters cover the whole run.
+  TrafficOptions opt;
+  opt.frames = 1500;
+  opt.max_elems = 300;
+  opt.register_changes = false;
+  for (uint64_t seed : seeds({301, 302})) {
+    UNSCOPED_INFO("seed " << seed << " (PANAMA_TEST_SEED=" << seed << " repeats it)");
+    std::printf("cosim seed %llu (MAC source, receive FIFO overflow)\n",
+                static_cast<unsigned long long>(seed));
+    StreamShaping shaping{0.0, 0.9, seed};
+    shaping.mac_source = true;
+    const CompareResult r = check_scenario(random_scenario(seed, opt), shaping);
+    std::printf(
+        "  receive FIFO drops: %llu for room, %llu marked bad, of %zu frames; %llu engine input stalls\n",
+        static_cast<unsigned long long>(r.stats.rx_drop_overflow),
+        static_cast<unsigned long long>(r.stats.rx_drop_bad), r.frames,
+        static_cast<unsigned long long>(r.stats.engine_stall_cycles));
+    CHECK(r.stats.in_stall_cycles == 0);  // a MAC never waits
+    CHECK(r.stats.rx_drop_overflow > 0);
+    CHECK(r.stats.rx_drop_bad > 0);
+    CHECK(r.stats.engine_stall_cycles > 0);
+    CHECK(counter(shared_rtl(), regmap::kGcDropRxOverflow) == r.stats.rx_drop_overflow);
+    CHECK(counter(shared_rtl(), regmap::kGcDropMacError) == r.stats.rx_drop_bad);
+    CHECK(counter(shared_rtl(), regmap::kGcFramesIn) == r.frames);
+  }
+}
+
 TEST_CASE("RTL accepts one beat per clock under full offered load", "[cosim][linerate]") {
   // Frames to different slots (8 jobs interleaved) at every size, and the 4
   // contributions to a slot back to back when a frame has at least D - 1
-  // payload words (D = the read-add-write loop): no input stall at all.
+  // payload words (D = the read-add-write loop), from a MAC that never
+  // waits: no frame dropped and the input stage behind the receive FIFO
+  // never stalled.
   constexpr uint32_t kD = RtlEngine::kAddLoopClocks;
   struct Case {
     uint32_t bytes;
@@ -95,13 +142,17 @@ TEST_CASE("RTL accepts one beat per clock under full offered load", "[cosim][lin
         Case{64 + 64 * (kD - 1), true}, Case{1500, true}, Case{4096, true}}) {
     INFO("frame size " << c.bytes << " bytes, same-slot runs " << c.same_slot_runs);
     const Scenario sc = line_rate_scenario(c.bytes, 8, c.bytes >= 4096 ? 192 : 800, 4, c.same_slot_runs);
-    const CompareResult r = compare(sc, shared_rtl(), StreamShaping{0.0, 0.0, 1});
+    StreamShaping mac{0.0, 0.0, 1};
+    mac.mac_source = true;
+    const CompareResult r = compare(sc, shared_rtl(), mac);
     INFO(r.message);
     REQUIRE(r.ok);
     const uint64_t beats_per_frame = (c.bytes + 63) / 64;
     CHECK(r.stats.in_beats == beats_per_frame * sc.frame_count());
     CHECK(r.stats.in_offered_cycles == r.stats.in_beats);
     CHECK(r.stats.in_stall_cycles == 0);
+    CHECK(r.stats.engine_stall_cycles == 0);
+    CHECK(r.stats.rx_drop_overflow == 0);
     CHECK(r.emitted == sc.frame_count() / 4);
   }
 }
@@ -126,15 +177,18 @@ TEST_CASE("Short frames back to back to one slot: one frame per read-add-write l
     // About 9000 clocks whatever D, so that the fixed fill and drain stay near 1%.
     const uint32_t frames = 64u * ((140u + kD - 1) / kD);
     const Scenario sc = line_rate_scenario(bytes, 1, frames, 64, true);
-    const CompareResult r = compare(sc, shared_rtl(), StreamShaping{0.0, 0.0, 1});
+    StreamShaping mac{0.0, 0.0, 1};
+    mac.mac_source = true;
+    const CompareResult r = compare(sc, shared_rtl(), mac);
     INFO(r.message);
     REQUIRE(r.ok);
     const uint64_t beats = (bytes + 63) / 64;
     CHECK(r.emitted == sc.frame_count() / 64);
+    CHECK(r.stats.rx_drop_overflow == 0);
     if (beats < kD) {
-      CHECK(r.stats.in_stall_cycles > 0);
+      CHECK(r.stats.engine_stall_cycles > 0);
     } else {
-      CHECK(r.stats.in_stall_cycles == 0);
+      CHECK(r.stats.engine_stall_cycles == 0);
     }
     // Steady state: beats per clock = n / max(n, D). Measured over the whole
     // run (the input FIFO would hide the rate at the input), so the control

@@ -97,7 +97,7 @@ void check_fresh_slot(E& eng, const EntrySpec& s, uint32_t seq) {
 TEST_CASE("identity, version and parameter registers", "[engine][registers]") {
   auto eng = std::make_unique<SmallEngine>();
   CHECK(eng->reg_read(kId) == 0x504E4D41u);
-  CHECK(eng->reg_read(kVersion) == ((1u << 16) | 2u));  // register map 1.2 (docs/register-map.md)
+  CHECK(eng->reg_read(kVersion) == ((1u << 16) | 3u));  // register map 1.3 (docs/register-map.md)
   CHECK(eng->reg_read(kNumEntries) == 8);
   CHECK(eng->reg_read(kNumSlots) == 64);
   CHECK(eng->reg_read(kSlotElems) == 144 * 16);

@@ -106,7 +106,7 @@ TEST_CASE("top: identity and parameters through the mailbox", "[engine][top]") {
   Top& t = top();
   t.reset();
   CHECK(t.reg_read(0x000) == 0x504E4D41u);
-  CHECK(t.reg_read(0x004) == 0x00010002u);
+  CHECK(t.reg_read(0x004) == 0x00010003u);
   CHECK(t.reg_read(0x008) == 64);
   CHECK(t.reg_read(0x00C) == 512);
   CHECK(t.reg_read(0x010) == 2304);

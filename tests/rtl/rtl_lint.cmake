@@ -28,6 +28,8 @@ set(runs
     "panama_fp32_add|"
     "panama_fp32_add16|"
     "panama_ipv4_checksum|"
+    "panama_rx_frame_fifo|"
+    "panama_rx_frame_fifo|-GDEPTH=512"
     "panama_frame_input|"
     "panama_classifier|"
     "panama_table|"

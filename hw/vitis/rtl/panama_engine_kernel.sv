@@ -2,6 +2,10 @@
 // the port names and reset polarity Vitis expects of a free-running
 // (ap_ctrl_none) RTL kernel. The engine's register map is the kernel's
 // s_axi_control address space as is, so the driver reaches it directly.
+// The engine's receive frame FIFO takes every beat of the CMAC's receive
+// stream (s_axis_tready stays high: a MAC cannot be held back, and VNx's
+// clock-crossing FIFO in front, not in packet mode, would drop beats if it
+// were) and drops whole frames that do not fit or that are marked bad.
 // The module name is hw/vitis/kernels.json's rtl.top_module.
 `default_nettype none
 module panama_engine_kernel #(
@@ -18,14 +22,16 @@ module panama_engine_kernel #(
     // Active-low, synchronous to ap_clk (Vitis convention).
     input  wire logic         ap_rst_n,
 
-    // Frames from the network (CMAC receive side).
+    // Frames from the network (CMAC receive side); tready is always high.
     input  wire logic [511:0] s_axis_tdata,
     input  wire logic [63:0]  s_axis_tkeep,
     input  wire logic         s_axis_tvalid,
     output logic              s_axis_tready,
     input  wire logic         s_axis_tlast,
     // Bit 0: the MAC marks the frame bad (CMAC rx tuser: bad FCS or PHY
-    // error, on the frame's last beat); the engine drops and counts it.
+    // error, on the frame's last beat); the engine's receive FIFO drops the
+    // frame whole and counts it (DROP_MAC_ERROR). VNx's CMAC kernel has no
+    // tuser on its receive stream: the link ties it low (docs/alveo.md).
     input  wire logic [0:0]   s_axis_tuser,
 
     // Frames to the network (CMAC transmit side).
@@ -63,6 +69,8 @@ module panama_engine_kernel #(
   logic [2:0] unused_dec_action;
   logic [4:0] unused_dec_counter;
   logic [7:0] unused_dec_entry;
+  logic unused_rx_frame, unused_rx_overflow, unused_rx_bad, unused_in_stall;
+  logic [15:0] unused_rx_free;
 
   panama_engine #(
       .NUM_ENTRIES(NUM_ENTRIES),
@@ -100,6 +108,7 @@ module panama_engine_kernel #(
       .s_axil_rresp(s_axi_control_rresp),
       .s_axil_rvalid(s_axi_control_rvalid),
       .s_axil_rready(s_axi_control_rready),
+      .fwd_drop(2'b00),  // no cage-to-cage paths in the one-port kernel
       .status_idle(unused_idle),
       .status_stall_in_fifo(unused_stall_in),
       .status_stall_desc_fifo(unused_stall_desc),
@@ -107,7 +116,12 @@ module panama_engine_kernel #(
       .status_decision_valid(unused_dec_valid),
       .status_decision_action(unused_dec_action),
       .status_decision_counter(unused_dec_counter),
-      .status_decision_entry(unused_dec_entry)
+      .status_decision_entry(unused_dec_entry),
+      .status_rx_frame(unused_rx_frame),
+      .status_rx_drop_overflow(unused_rx_overflow),
+      .status_rx_drop_bad(unused_rx_bad),
+      .status_rx_free(unused_rx_free),
+      .status_in_stall(unused_in_stall)
   );
 endmodule
 `default_nettype wire

@@ -1,11 +1,11 @@
 // Two-port (bump-in-the-wire) Vitis RTL kernel of the PANAMA engine: the
-// one-port kernel (panama_engine_kernel) between QSFP28 cage 0 (the switch
-// side) and cage 1 (the rest of the link).
+// engine (panama_engine, registered reset as in panama_engine_kernel)
+// between QSFP28 cage 0 (the switch side) and cage 1 (the rest of the link).
 //
-//   s_axis ─► [R0] ─┬─PANAMA─► engine ───────────────┐
-//   (cage 0 RX)     └─other──► pass FIFO ─► [T1] ─► m_axis_p1 (cage 1 TX)
+//   s_axis ─► [R0] ─┬─PANAMA─► engine (receive frame FIFO inside) ─┐
+//   (cage 0 RX)     └─other──► frame FIFO 0→1 ─► [T1] ─► m_axis_p1 (cage 1 TX)
 //                                                   ├─► arbiter ─► [T0] ─► m_axis (cage 0 TX)
-//   s_axis_p1 ─► [R1] ──────────────────────────────┘
+//   s_axis_p1 ─► frame FIFO 1→0 ────────────────────┘
 //   (cage 1 RX)
 //
 // A frame from cage 0 goes to the engine when it is PANAMA by the engine's
@@ -16,22 +16,32 @@
 // frame with the engine's output (round robin between whole frames).
 // UDP_PORT is followed by watching the host's writes to it (and
 // CONTROL.RESET, which restores 9600), so the register map stays the
-// engine's. The MAC's bad-frame flag (tuser) reaches the engine only; frames
-// forwarded port to port carry no such flag (the transmit side has none).
+// engine's.
 //
-// Every stream port is registered: R0, R1, T0 and T1 are register slices
-// (panama_two_port_slice), so each tready and tvalid the kernel drives is a
-// flip-flop and each tready it receives only enables flip-flops; no
-// combinational path crosses the kernel from one port to another, and none
-// runs through the arbiter. The route of a beat is decided as it enters R0
-// and travels with it, so it cannot change while the beat waits (a host
-// write to UDP_PORT meanwhile applies from the next frame on). Each input
-// waits only for the destination of the frame at its head: cage 0's frames
-// for cage 1 queue in the pass FIFO (two jumbo frames, as many beats as the
-// engine's own input FIFO), so a stalled cage 1 transmit side holds cage 0's
-// PANAMA frames back only once that FIFO is full, and a stalled cage 0
-// transmit side holds cage 0's frames for cage 1 back only once the engine's
-// input FIFO is full. Cage 1's frames wait for cage 0's transmit side only.
+// Neither receive side is ever held back (s_axis_tready and
+// s_axis_p1_tready are high): a MAC's receive stream cannot be stopped, and
+// VNx's receive clock-crossing FIFO, not in packet mode, would drop beats
+// and merge frames if it were. Every receive path ends in a receive frame
+// FIFO (panama_rx_frame_fifo) that takes every beat and drops whole frames:
+// the engine's own (frames that do not fit: DROP_RX_OVERFLOW; frames the MAC
+// marks bad, tuser: DROP_MAC_ERROR), cage 0's frames for cage 1
+// (FWD_0TO1_DROPPED) and cage 1's frames for cage 0 (FWD_1TO0_DROPPED), the
+// last two counted through the engine's fwd_drop input. A frame cut by a
+// reset is discarded up to its tlast by the frame FIFO of its path, so its
+// tail never leaves as a frame (R0 and the route are not reset, so that
+// FIFO sees every beat of the frame).
+//
+// Every stream port is registered: R0 is a register (route decided on the
+// beat as it enters, kept for the frame), the frame FIFOs' inputs and
+// outputs are registers, and T0 and T1 are register slices
+// (panama_two_port_slice), so each tvalid the kernel drives is a flip-flop,
+// each tready it receives only enables flip-flops, and no combinational path
+// crosses the kernel from one port to another or runs through the arbiter.
+// The route of a beat is decided as it enters R0 and travels with it (a
+// host write to UDP_PORT applies from the next frame on). A stalled
+// transmit side holds back only the frames for it: cage 1's transmit side
+// the frames in FIFO 0→1, cage 0's the engine's output and FIFO 1→0; what
+// arrives for a path while its FIFO is full is dropped whole and counted.
 // The arbiter's grant is a register that changes between frames only; after
 // a frame it passes to the other source whenever that one has a frame
 // waiting, so with both busy they alternate frame by frame.
@@ -42,8 +52,11 @@ module panama_two_port_kernel #(
     parameter int NUM_SLOTS = 512,
     parameter int SLOT_WORDS = 144,
     parameter int SLOT_READ_LATENCY = 14,  // of the engine's slot memory (panama_engine_kernel; docs/rtl.md)
-    // Beats of cage 0's frames for cage 1 held while cage 1's transmit side
-    // is stalled (a power of two; 512: two 9600-byte frames, block RAM).
+    // The engine's receive frame FIFO in beats (panama_engine).
+    parameter int RX_FIFO_DEPTH = 1024,
+    // Beats held by each cage-to-cage frame FIFO while the transmit side
+    // behind it is stalled (a power of two; 512: three 9600-byte frames of
+    // 150 beats; block RAM, 512 x 577 bits).
     parameter int PASS_FIFO_DEPTH = 512,
     // Register offsets of include/panama/regmap.hpp (CONTROL, UDP_PORT) and
     // the UDP port after reset.
@@ -127,8 +140,9 @@ module panama_two_port_kernel #(
   end
 
   // ---- Cage 0 receive: PANAMA frames to the engine, the rest to cage 1 ---
-  // The route is decided on the first beat as it enters R0 and kept for the
-  // frame. Byte i of a beat is tdata[8*i +: 8] (wire order).
+  // Every beat is taken. The route is decided on the first beat as it
+  // enters R0 and kept for the frame. Byte i of a beat is tdata[8*i +: 8]
+  // (wire order).
   logic first_is_panama;
   always_comb begin
     first_is_panama = s_axis_tkeep[37]  // bytes 0..37 present
@@ -138,86 +152,129 @@ module panama_two_port_kernel #(
         && s_axis_tdata[8*20 +: 5] == 5'd0 && s_axis_tdata[8*21 +: 8] == 8'd0    // first fragment
         && s_axis_tdata[8*36 +: 8] == udp_port[15:8] && s_axis_tdata[8*37 +: 8] == udp_port[7:0];
   end
-  logic rx0_in_frame, rx0_to_engine_reg;
+  // in_frame follows every beat and, like the route of the frame, is not
+  // reset: a frame cut by a reset keeps its route, so the frame FIFO of that
+  // route sees all of its beats and discards its tail (R0 is not reset
+  // either; the FIFOs discard what arrives during a reset).
+  logic rx0_in_frame = 1'b0;
+  logic rx0_to_engine_reg = 1'b0;
   wire  rx0_to_engine = rx0_in_frame ? rx0_to_engine_reg : first_is_panama;
   always_ff @(posedge ap_clk) begin
-    if (rst) begin
-      rx0_in_frame <= 1'b0;
-      rx0_to_engine_reg <= 1'b0;
-    end else if (s_axis_tvalid && s_axis_tready) begin
+    if (s_axis_tvalid) begin
       rx0_in_frame <= !s_axis_tlast;
       rx0_to_engine_reg <= rx0_to_engine;
     end
   end
+  assign s_axis_tready = 1'b1;
 
-  // R0: {tuser, to engine, tlast, tkeep, tdata}.
+  // R0: the beat and its route.
   logic [511:0] r0_tdata;
   logic [63:0]  r0_tkeep;
-  logic         r0_tlast, r0_to_engine, r0_valid, r0_ready;
-  logic [0:0]   r0_tuser;
-  panama_two_port_slice #(.WIDTH(512 + 64 + 3)) r0 (
-      .clk(ap_clk),
-      .rst(rst),
-      .s_data({s_axis_tuser, rx0_to_engine, s_axis_tlast, s_axis_tkeep, s_axis_tdata}),
-      .s_valid(s_axis_tvalid),
-      .s_ready(s_axis_tready),
-      .m_data({r0_tuser, r0_to_engine, r0_tlast, r0_tkeep, r0_tdata}),
-      .m_valid(r0_valid),
-      .m_ready(r0_ready)
-  );
+  logic         r0_tlast, r0_tuser, r0_to_engine;
+  logic         r0_valid = 1'b0;
+  always_ff @(posedge ap_clk) begin
+    r0_valid <= s_axis_tvalid;
+    r0_tdata <= s_axis_tdata;
+    r0_tkeep <= s_axis_tkeep;
+    r0_tlast <= s_axis_tlast;
+    r0_tuser <= s_axis_tuser[0];
+    r0_to_engine <= rx0_to_engine;
+  end
 
-  logic e_in_tvalid, e_in_tready;
-  logic pass_in_valid, pass_in_ready;
-  assign e_in_tvalid = r0_valid && r0_to_engine;
-  assign pass_in_valid = r0_valid && !r0_to_engine;
-  // Each frame waits for its own destination only (both are registers or
-  // FIFO fill levels, never an output port's tready).
-  assign r0_ready = r0_to_engine ? e_in_tready : pass_in_ready;
-
-  // ---- Cage 0 to cage 1: the pass FIFO and T1 -----------------------------
-  logic [576:0] pass_out_data;
-  logic         pass_out_valid, pass_out_ready;
-  logic [$clog2(PASS_FIFO_DEPTH)+1:0] unused_pass_count;
-  panama_fifo #(
-      .WIDTH(512 + 64 + 1),
+  // ---- Cage 0 to cage 1: frame FIFO 0→1 and T1 ---------------------------
+  logic [511:0] p01_tdata;
+  logic [63:0]  p01_tkeep;
+  logic         p01_tvalid, p01_tready, p01_tlast;
+  logic         p01_frame, p01_drop_overflow, p01_drop_bad, p01_empty;
+  logic [$clog2(PASS_FIFO_DEPTH):0] p01_free;
+  panama_rx_frame_fifo #(
       .DEPTH(PASS_FIFO_DEPTH)
-  ) pass_fifo (
+  ) fifo_0to1 (
       .clk(ap_clk),
       .rst(rst),
-      .s_data({r0_tlast, r0_tkeep, r0_tdata}),
-      .s_valid(pass_in_valid),
-      .s_ready(pass_in_ready),
-      .m_data(pass_out_data),
-      .m_valid(pass_out_valid),
-      .m_ready(pass_out_ready),
-      .count(unused_pass_count)
+      .s_axis_tdata(r0_tdata),
+      .s_axis_tkeep(r0_tkeep),
+      .s_axis_tvalid(r0_valid && !r0_to_engine),
+      .s_axis_tlast(r0_tlast),
+      .s_axis_tuser(r0_tuser),
+      .m_axis_tdata(p01_tdata),
+      .m_axis_tkeep(p01_tkeep),
+      .m_axis_tvalid(p01_tvalid),
+      .m_axis_tready(p01_tready),
+      .m_axis_tlast(p01_tlast),
+      .status_frame(p01_frame),
+      .status_drop_overflow(p01_drop_overflow),
+      .status_drop_bad(p01_drop_bad),
+      .status_free(p01_free),
+      .status_empty(p01_empty)
   );
   panama_two_port_slice #(.WIDTH(512 + 64 + 1)) t1 (
       .clk(ap_clk),
       .rst(rst),
-      .s_data(pass_out_data),
-      .s_valid(pass_out_valid),
-      .s_ready(pass_out_ready),
+      .s_data({p01_tlast, p01_tkeep, p01_tdata}),
+      .s_valid(p01_tvalid),
+      .s_ready(p01_tready),
       .m_data({m_axis_p1_tlast, m_axis_p1_tkeep, m_axis_p1_tdata}),
       .m_valid(m_axis_p1_tvalid),
       .m_ready(m_axis_p1_tready)
   );
 
+  // ---- Cage 1 receive: frame FIFO 1→0 --------------------------------------
+  logic [511:0] f1_tdata;
+  logic [63:0]  f1_tkeep;
+  logic         f1_valid, f1_ready, f1_tlast;
+  logic         f1_frame, f1_drop_overflow, f1_drop_bad, f1_empty;
+  logic [$clog2(PASS_FIFO_DEPTH):0] f1_free;
+  panama_rx_frame_fifo #(
+      .DEPTH(PASS_FIFO_DEPTH)
+  ) fifo_1to0 (
+      .clk(ap_clk),
+      .rst(rst),
+      .s_axis_tdata(s_axis_p1_tdata),
+      .s_axis_tkeep(s_axis_p1_tkeep),
+      .s_axis_tvalid(s_axis_p1_tvalid),
+      .s_axis_tlast(s_axis_p1_tlast),
+      .s_axis_tuser(s_axis_p1_tuser[0]),
+      .m_axis_tdata(f1_tdata),
+      .m_axis_tkeep(f1_tkeep),
+      .m_axis_tvalid(f1_valid),
+      .m_axis_tready(f1_ready),
+      .m_axis_tlast(f1_tlast),
+      .status_frame(f1_frame),
+      .status_drop_overflow(f1_drop_overflow),
+      .status_drop_bad(f1_drop_bad),
+      .status_free(f1_free),
+      .status_empty(f1_empty)
+  );
+  assign s_axis_p1_tready = 1'b1;
+
   // ---- The engine -------------------------------------------------------
+  // Registered reset, as panama_engine_kernel's: ap_rst_n fans out to the
+  // whole engine.
+  logic engine_rst = 1'b1;
+  always_ff @(posedge ap_clk) engine_rst <= !ap_rst_n;
   logic [511:0] e_out_tdata;
   logic [63:0]  e_out_tkeep;
   logic         e_out_tvalid, e_out_tready, e_out_tlast;
-  panama_engine_kernel #(
+  logic         e_in_tready;  // always high
+  logic         unused_idle, unused_stall_in, unused_stall_desc, unused_stall_reg, unused_dec_valid;
+  logic [2:0]   unused_dec_action;
+  logic [4:0]   unused_dec_counter;
+  logic [7:0]   unused_dec_entry;
+  logic         unused_rx_frame, unused_rx_overflow, unused_rx_bad, unused_in_stall;
+  logic [15:0]  unused_rx_free;
+  panama_engine #(
       .NUM_ENTRIES(NUM_ENTRIES),
       .NUM_SLOTS(NUM_SLOTS),
       .SLOT_WORDS(SLOT_WORDS),
-      .SLOT_READ_LATENCY(SLOT_READ_LATENCY)
+      .SLOT_READ_LATENCY(SLOT_READ_LATENCY),
+      .RX_FIFO_DEPTH(RX_FIFO_DEPTH)
   ) engine (
-      .ap_clk(ap_clk),
-      .ap_rst_n(ap_rst_n),
+      .clk(ap_clk),
+      .rst(engine_rst),
       .s_axis_tdata(r0_tdata),
       .s_axis_tkeep(r0_tkeep),
-      .s_axis_tvalid(e_in_tvalid),
+      .s_axis_tvalid(r0_valid && r0_to_engine),
       .s_axis_tready(e_in_tready),
       .s_axis_tlast(r0_tlast),
       .s_axis_tuser(r0_tuser),
@@ -226,42 +283,44 @@ module panama_two_port_kernel #(
       .m_axis_tvalid(e_out_tvalid),
       .m_axis_tready(e_out_tready),
       .m_axis_tlast(e_out_tlast),
-      .s_axi_control_awaddr(s_axi_control_awaddr),
-      .s_axi_control_awvalid(s_axi_control_awvalid),
-      .s_axi_control_awready(s_axi_control_awready),
-      .s_axi_control_wdata(s_axi_control_wdata),
-      .s_axi_control_wstrb(s_axi_control_wstrb),
-      .s_axi_control_wvalid(s_axi_control_wvalid),
-      .s_axi_control_wready(s_axi_control_wready),
-      .s_axi_control_bresp(s_axi_control_bresp),
-      .s_axi_control_bvalid(s_axi_control_bvalid),
-      .s_axi_control_bready(s_axi_control_bready),
-      .s_axi_control_araddr(s_axi_control_araddr),
-      .s_axi_control_arvalid(s_axi_control_arvalid),
-      .s_axi_control_arready(s_axi_control_arready),
-      .s_axi_control_rdata(s_axi_control_rdata),
-      .s_axi_control_rresp(s_axi_control_rresp),
-      .s_axi_control_rvalid(s_axi_control_rvalid),
-      .s_axi_control_rready(s_axi_control_rready)
+      .s_axil_awaddr(s_axi_control_awaddr),
+      .s_axil_awvalid(s_axi_control_awvalid),
+      .s_axil_awready(s_axi_control_awready),
+      .s_axil_wdata(s_axi_control_wdata),
+      .s_axil_wstrb(s_axi_control_wstrb),
+      .s_axil_wvalid(s_axi_control_wvalid),
+      .s_axil_wready(s_axi_control_wready),
+      .s_axil_bresp(s_axi_control_bresp),
+      .s_axil_bvalid(s_axi_control_bvalid),
+      .s_axil_bready(s_axi_control_bready),
+      .s_axil_araddr(s_axi_control_araddr),
+      .s_axil_arvalid(s_axi_control_arvalid),
+      .s_axil_arready(s_axi_control_arready),
+      .s_axil_rdata(s_axi_control_rdata),
+      .s_axil_rresp(s_axi_control_rresp),
+      .s_axil_rvalid(s_axi_control_rvalid),
+      .s_axil_rready(s_axi_control_rready),
+      .fwd_drop({f1_drop_overflow || f1_drop_bad, p01_drop_overflow || p01_drop_bad}),
+      .status_idle(unused_idle),
+      .status_stall_in_fifo(unused_stall_in),
+      .status_stall_desc_fifo(unused_stall_desc),
+      .status_stall_reg_write(unused_stall_reg),
+      .status_decision_valid(unused_dec_valid),
+      .status_decision_action(unused_dec_action),
+      .status_decision_counter(unused_dec_counter),
+      .status_decision_entry(unused_dec_entry),
+      .status_rx_frame(unused_rx_frame),
+      .status_rx_drop_overflow(unused_rx_overflow),
+      .status_rx_drop_bad(unused_rx_bad),
+      .status_rx_free(unused_rx_free),
+      .status_in_stall(unused_in_stall)
   );
-
-  // ---- Cage 1 receive: R1 ------------------------------------------------
-  // Cage 1's bad-frame flag has nowhere to go (see above).
-  logic [511:0] r1_tdata;
-  logic [63:0]  r1_tkeep;
-  logic         r1_tlast, r1_valid, r1_ready;
-  logic         unused_p1_tuser;
-  assign unused_p1_tuser = s_axis_p1_tuser[0];
-  panama_two_port_slice #(.WIDTH(512 + 64 + 1)) r1 (
-      .clk(ap_clk),
-      .rst(rst),
-      .s_data({s_axis_p1_tlast, s_axis_p1_tkeep, s_axis_p1_tdata}),
-      .s_valid(s_axis_p1_tvalid),
-      .s_ready(s_axis_p1_tready),
-      .m_data({r1_tlast, r1_tkeep, r1_tdata}),
-      .m_valid(r1_valid),
-      .m_ready(r1_ready)
-  );
+  // Status outputs are for simulation and benchmarks.
+  logic unused;
+  assign unused = ^{e_in_tready, unused_idle, unused_stall_in, unused_stall_desc, unused_stall_reg, unused_dec_valid,
+                    unused_dec_action, unused_dec_counter, unused_dec_entry, unused_rx_frame, unused_rx_overflow,
+                    unused_rx_bad, unused_rx_free, unused_in_stall, p01_frame, p01_empty, p01_free, f1_frame,
+                    f1_empty, f1_free};
 
   // ---- Cage 0 transmit: engine output and cage 1's frames, then T0 --------
   // grant: the source the arbiter passes (1: cage 1), a register that
@@ -272,17 +331,17 @@ module panama_two_port_kernel #(
   logic grant, locked, served;
   logic arb_valid, arb_other, arb_last, arb_yield, arb_offer, arb_xfer, t0_ready;
   logic [576:0] arb_data;
-  assign arb_valid = grant ? r1_valid : e_out_tvalid;
-  assign arb_other = grant ? e_out_tvalid : r1_valid;
-  assign arb_last = grant ? r1_tlast : e_out_tlast;
-  assign arb_data = grant ? {r1_tlast, r1_tkeep, r1_tdata} : {e_out_tlast, e_out_tkeep, e_out_tdata};
+  assign arb_valid = grant ? f1_valid : e_out_tvalid;
+  assign arb_other = grant ? e_out_tvalid : f1_valid;
+  assign arb_last = grant ? f1_tlast : e_out_tlast;
+  assign arb_data = grant ? {f1_tlast, f1_tkeep, f1_tdata} : {e_out_tlast, e_out_tkeep, e_out_tdata};
   assign arb_yield = !locked && served && arb_other;
   assign arb_offer = arb_valid && !arb_yield;
   assign arb_xfer = arb_offer && t0_ready;
   // Registers and one gate: T0's tready, the valids and the grant state are
-  // all registers.
+  // all registers (the frame FIFO's tvalid is its output register).
   assign e_out_tready = !grant && t0_ready && !arb_yield;
-  assign r1_ready = grant && t0_ready && !arb_yield;
+  assign f1_ready = grant && t0_ready && !arb_yield;
   always_ff @(posedge ap_clk) begin
     if (rst) begin
       grant <= 1'b0;

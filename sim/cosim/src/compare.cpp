@@ -37,11 +37,19 @@ CompareResult compare(const Scenario& sc, RtlEngine& rtl, const StreamShaping& s
   return compare_segments(
       sc, "model", *model, rtl, shaping, true,
       [&](const std::vector<Frame>& frames, const std::vector<uint8_t>& mac,
-          std::vector<EngineOutcome>* outcomes, std::vector<Frame>* emitted) {
+          const std::vector<EngineOutcome>& rtl_out, std::vector<EngineOutcome>* outcomes,
+          std::vector<Frame>* emitted) {
         EmitFn sink([&](const uint8_t* d, uint32_t n) { emitted->emplace_back(d, d + n); });
         for (size_t i = 0; i < frames.size(); ++i) {
           const Frame& f = frames[i];
           const bool bad = !mac.empty() && mac.at(i) != 0;
+          // A frame the RTL's receive FIFO dropped for room never reached
+          // its engine: the model is told (a MAC-error frame is dropped as
+          // such by both, whatever the room).
+          if (!bad && i < rtl_out.size() && rx_overflow_drop(rtl_out[i])) {
+            outcomes->push_back(model->engine().count_rx_overflow());
+            continue;
+          }
           outcomes->push_back(model->process_frame(f.data(), static_cast<uint32_t>(f.size()), sink, bad));
         }
       });

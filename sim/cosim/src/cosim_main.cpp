@@ -1,5 +1,6 @@
 // panama_cosim: runs the RTL engine against the HLS model.
 //   panama_cosim [--seed S --seeds N --frames M --gap P --stall P]   regression over seeds
+//                [--mac-source]                                      the input never waits (a MAC)
 //   panama_cosim --hours H                                           soak: new seeds until time is up
 //   panama_cosim --pcap FILE                                         recorded traffic
 //   panama_cosim --bench                                             line-rate figures per frame size
@@ -25,14 +26,16 @@ void print_stats(const char* label, const CompareResult& r) {
   const LatencySummary l = summarize(s.latencies);
   std::printf(
       "%s: frames %zu emitted %zu | cycles %llu, in beats %llu / offered cycles %llu = %.3f beat/clk | "
-      "latency min/median/max %u/%u/%u clk | in stalls %llu (input FIFO %llu, descriptor FIFO %llu, other "
-      "%llu) | "
+      "latency min/median/max %u/%u/%u clk | in stalls %llu | engine input stalls %llu (input FIFO %llu, "
+      "descriptor FIFO %llu, other %llu) | receive FIFO drops: overflow %llu, MAC error %llu | "
       "out back-pressure %llu\n",
       label, r.frames, r.emitted, static_cast<unsigned long long>(s.cycles),
       static_cast<unsigned long long>(s.in_beats), static_cast<unsigned long long>(s.in_offered_cycles),
       s.beats_per_offered_cycle(), l.min, l.median, l.max, static_cast<unsigned long long>(s.in_stall_cycles),
+      static_cast<unsigned long long>(s.engine_stall_cycles),
       static_cast<unsigned long long>(s.stall_in_fifo), static_cast<unsigned long long>(s.stall_desc_fifo),
-      static_cast<unsigned long long>(s.stall_other),
+      static_cast<unsigned long long>(s.stall_other), static_cast<unsigned long long>(s.rx_drop_overflow),
+      static_cast<unsigned long long>(s.rx_drop_bad),
       static_cast<unsigned long long>(s.out_backpressure_cycles));
   std::fflush(stdout);
 }
@@ -59,7 +62,7 @@ int main(int argc, char** argv) {
   TrafficOptions opt;
   double gap = 0.2, stall = 0.2, hours = 0.0;
   std::string pcap, fail_dir = ".";
-  bool bench = false;
+  bool bench = false, mac_source = false;
   uint32_t bench_frames = 2000;
   app.add_option("--seed", seed, "First seed");
   app.add_option("--seeds", seeds, "Number of seeds (seed, seed+1, ...)")->check(CLI::Range(1u, 1000000000u));
@@ -72,6 +75,10 @@ int main(int argc, char** argv) {
   app.add_option("--pcap", pcap, "Run the frames of this pcap (Ethernet) file")->check(CLI::ExistingFile);
   app.add_option("--fail-dir", fail_dir, "Where failing traffic is written as pcap")
       ->check(CLI::ExistingDirectory);
+  app.add_flag(
+      "--mac-source", mac_source,
+      "The input never waits for room in the receive FIFO (a MAC): frames that do not fit are dropped "
+      "(DROP_RX_OVERFLOW) and the model is told");
   app.add_flag("--bench", bench, "Line-rate benchmark: full offered load, no back-pressure, per frame size");
   app.add_option("--bench-frames", bench_frames, "Frames per size in the benchmark")
       ->check(CLI::Range(8u, 10000000u));
@@ -80,12 +87,14 @@ int main(int argc, char** argv) {
   try {
     RtlEngine rtl;
     if (bench) {
-      std::printf("line-rate benchmark: %u frames per size, 8 jobs x 4 children, no gaps, no back-pressure\n",
-                  bench_frames);
+      std::printf(
+          "line-rate benchmark: %u frames per size, 8 jobs x 4 children, from a MAC source (never waits), no "
+          "gaps, no back-pressure\n",
+          bench_frames);
       int rc = 0;
       for (uint32_t bytes : {68u, 128u, 256u, 512u, 1024u, 1500u, 4096u, 9000u}) {
         const Scenario sc = line_rate_scenario(bytes, 8, bench_frames);
-        const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1});
+        const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1, true});
         const std::string label = std::to_string(bytes) + " B";
         print_stats(label.c_str(), r);
         if (!r.ok) rc = report_failure(sc, r, fail_dir);
@@ -93,7 +102,7 @@ int main(int argc, char** argv) {
       std::printf("\nframes to different slots (8 jobs interleaved):\n");
       for (uint32_t bytes : {68u, 128u, 256u}) {
         const Scenario sc = line_rate_scenario(bytes, 8, bench_frames, 4, false);
-        const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1});
+        const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1, true});
         const std::string label = std::to_string(bytes) + " B interleaved";
         print_stats(label.c_str(), r);
         if (!r.ok) rc = report_failure(sc, r, fail_dir);
@@ -105,7 +114,7 @@ int main(int argc, char** argv) {
       std::printf("\nall frames to one slot (1 job, fan-in 64), sustained over the run:\n");
       for (uint32_t bytes : {68u, 128u, 256u, 512u}) {
         const Scenario sc = line_rate_scenario(bytes, 1, std::max<uint32_t>(bench_frames, 64), 64, true);
-        const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1});
+        const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1, true});
         const double frames_per_clk = static_cast<double>(r.frames) / static_cast<double>(r.stats.cycles);
         std::printf(
             "%u B one slot: %.3f beat/clk, %.4f frame/clk = %.1f Gbit/s wire-equivalent at 322.27 MHz, "
@@ -126,7 +135,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       const Scenario sc = scenario_from_frames(frames);
-      const CompareResult r = compare(sc, rtl, StreamShaping{gap, stall, seed});
+      const CompareResult r = compare(sc, rtl, StreamShaping{gap, stall, seed, mac_source});
       print_stats(pcap.c_str(), r);
       if (!r.ok) return report_failure(sc, r, fail_dir);
       std::printf("PASS %s\n", pcap.c_str());
@@ -143,7 +152,7 @@ int main(int argc, char** argv) {
         break;
       }
       const Scenario sc = random_scenario(s, opt);
-      const CompareResult r = compare(sc, rtl, StreamShaping{gap, stall, s});
+      const CompareResult r = compare(sc, rtl, StreamShaping{gap, stall, s, mac_source});
       const std::string label = "seed " + std::to_string(s);
       print_stats(label.c_str(), r);
       if (!r.ok) return report_failure(sc, r, fail_dir);

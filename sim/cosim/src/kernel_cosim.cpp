@@ -56,7 +56,16 @@ CompareResult compare_kernel(const Scenario& sc, RtlEngine& rtl, const StreamSha
   // The kernel's comparison leaves MAC-error flags out on both sides.
   return compare_segments(sc, "kernel C simulation", *kernel, rtl, rtl_shaping, false,
                           [&](const std::vector<Frame>& frames, const std::vector<uint8_t>&,
-                              std::vector<EngineOutcome>* outcomes, std::vector<Frame>* emitted) {
+                              const std::vector<EngineOutcome>& rtl_out, std::vector<EngineOutcome>* outcomes,
+                              std::vector<Frame>* emitted) {
+                            // The kernel has no receive FIFO to tell: the RTL
+                            // must have kept every frame (a source that waits).
+                            for (const EngineOutcome& o : rtl_out) {
+                              if (rx_overflow_drop(o))
+                                throw std::logic_error(
+                                    "the RTL's receive FIFO dropped a frame; run it with a "
+                                    "source that waits (StreamShaping::mac_source false)");
+                            }
                             *outcomes = run_kernel_segment(*kernel, frames, rng, driving, emitted);
                           });
 }

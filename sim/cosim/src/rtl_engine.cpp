@@ -2,6 +2,7 @@
 // AXI4-Lite ports, one clock at a time (see rtl_engine.hpp).
 #include "panama/cosim/rtl_engine.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <random>
@@ -18,6 +19,10 @@ namespace panama::cosim {
 namespace {
 constexpr uint32_t kBeatBytes = 64;
 constexpr uint32_t kAxilAddrMask = (1u << regmap::kAddressBits) - 1;
+// Beats of room in the receive FIFO a waiting source asks for beyond its
+// frame's: status_rx_free is registered and the beats of the frame before
+// are still on their way in (the input register and the write stage).
+constexpr uint32_t kRoomMargin = 4;
 }  // namespace
 
 struct RtlEngine::Impl {
@@ -28,6 +33,7 @@ struct RtlEngine::Impl {
 #endif
   uint64_t cycle = 0;
   uint64_t hang_limit = 2000000;
+  uint32_t rx_capacity = 0;  // receive FIFO beats (status_rx_free when empty)
   CycleStats stats;
   StreamShaping shaping;
   std::mt19937_64 rng{1};
@@ -53,6 +59,8 @@ struct RtlEngine::Impl {
       high();
     }
     top->rst = 0;
+    low();
+    rx_capacity = top->status_rx_free;
   }
 
   ~Impl() {
@@ -74,6 +82,7 @@ struct RtlEngine::Impl {
     top->s_axil_arvalid = 0;
     top->s_axil_rready = 1;
     top->s_axil_wstrb = 0xF;
+    top->fwd_drop = 0;
   }
 
   // Clock low: inputs set by the caller settle; outputs can be sampled.
@@ -150,37 +159,53 @@ struct RtlEngine::Impl {
   }
 
   std::vector<EngineOutcome> run(const std::vector<std::vector<uint8_t>>& frames, EmitTarget& target,
-                                 const std::vector<uint8_t>& mac_errors) {
+                                 const std::vector<uint8_t>& mac_errors, bool mac_source) {
     for (const auto& f : frames) {
       if (f.empty())
         throw std::invalid_argument("RtlEngine: a frame of 0 bytes cannot be sent on AXI4-Stream");
     }
     if (!mac_errors.empty() && mac_errors.size() != frames.size())
       throw std::invalid_argument("RtlEngine: one MAC error flag per frame, or none");
+    auto beats_of = [&](size_t i) {
+      return static_cast<uint32_t>((frames[i].size() + kBeatBytes - 1) / kBeatBytes);
+    };
     uint32_t mac_beat = 0;  // beat of the current frame that carries tuser[0]
     auto pick_mac_beat = [&](size_t i) {
       if (mac_errors.empty() || !mac_errors[i]) return;
-      const uint32_t beats = static_cast<uint32_t>((frames[i].size() + kBeatBytes - 1) / kBeatBytes);
-      mac_beat = static_cast<uint32_t>(rng() % beats);
+      mac_beat = static_cast<uint32_t>(rng() % beats_of(i));
     };
     if (!frames.empty()) pick_mac_beat(0);
-    std::vector<EngineOutcome> outcomes;
-    outcomes.reserve(frames.size());
+    // One outcome per frame, filled as the receive FIFO's verdicts (in frame
+    // order) and the engine's decisions (in the order of the frames the FIFO
+    // kept) come in.
+    std::vector<EngineOutcome> outcomes(frames.size());
+    std::vector<uint64_t> in_start(frames.size(), 0);
+    size_t verdicts = 0, decided = 0;
+    std::deque<size_t> kept;  // frames the FIFO kept, awaiting their decision
     size_t frame = 0;
     uint32_t beat = 0;
     bool presenting = false;
-    std::deque<uint64_t> in_start, out_pending;
+    std::deque<uint64_t> out_pending;
     std::vector<uint8_t> out;
     bool out_in_frame = false;
     uint64_t last_progress = cycle;
 
     for (;;) {
-      // Drive the input: a beat once offered stays offered until accepted.
+      // Drive the input: a beat once offered is taken (the engine takes
+      // every beat); the next is offered unless a gap is drawn. Before a
+      // frame's first beat a source that can wait waits until the receive
+      // FIFO has room for the frame (the whole FIFO for a longer frame).
       const bool have = frame < frames.size();
       if (have && !presenting) {
         presenting = !(shaping.in_gap_probability > 0.0 && unit(rng) < shaping.in_gap_probability);
       }
-      if (have && presenting) {
+      bool waiting = false;
+      if (have && presenting && beat == 0 && !mac_source) {
+        const uint32_t need = std::min(beats_of(frame) + kRoomMargin, rx_capacity);
+        waiting = top->status_rx_free < need;
+      }
+      const bool send = have && presenting && !waiting;
+      if (send) {
         const auto& f = frames[frame];
         const uint32_t off = beat * kBeatBytes;
         const uint32_t n = std::min<uint32_t>(kBeatBytes, static_cast<uint32_t>(f.size()) - off);
@@ -205,20 +230,21 @@ struct RtlEngine::Impl {
           !(shaping.out_stall_probability > 0.0 && unit(rng) < shaping.out_stall_probability);
 
       low();
-      const bool in_hs = top->s_axis_tvalid && top->s_axis_tready;
+      if (send && !top->s_axis_tready) throw std::runtime_error("RtlEngine: s_axis_tready low (it never is)");
       const bool out_hs = top->m_axis_tvalid && top->m_axis_tready;
       const bool idle = top->status_idle;
-      if (top->s_axis_tvalid) {
+      if (have && presenting) {
         ++stats.in_offered_cycles;
-        if (!top->s_axis_tready) {
-          ++stats.in_stall_cycles;
-          if (top->status_stall_in_fifo) {
-            ++stats.stall_in_fifo;
-          } else if (top->status_stall_desc_fifo) {
-            ++stats.stall_desc_fifo;
-          } else {
-            ++stats.stall_other;
-          }
+        if (waiting) ++stats.in_stall_cycles;
+      }
+      if (top->status_in_stall) {
+        ++stats.engine_stall_cycles;
+        if (top->status_stall_in_fifo) {
+          ++stats.stall_in_fifo;
+        } else if (top->status_stall_desc_fifo) {
+          ++stats.stall_desc_fifo;
+        } else {
+          ++stats.stall_other;
         }
       }
       if (top->m_axis_tvalid && !top->m_axis_tready) ++stats.out_backpressure_cycles;
@@ -238,6 +264,9 @@ struct RtlEngine::Impl {
         ++stats.out_beats;
       }
       const bool out_last = out_hs && top->m_axis_tlast;
+      const bool verdict = top->status_rx_frame;
+      const bool drop_overflow = top->status_rx_drop_overflow;
+      const bool drop_bad = top->status_rx_drop_bad;
       const bool decision = top->status_decision_valid;
       EngineOutcome oc{};
       if (decision) {
@@ -245,11 +274,11 @@ struct RtlEngine::Impl {
         oc.drop_counter = top->status_decision_counter;
         oc.entry = top->status_decision_entry == 0xFF ? -1 : static_cast<int32_t>(top->status_decision_entry);
       }
-      if (in_hs && beat == 0) in_start.push_back(cycle);
+      if (send && beat == 0) in_start[frame] = cycle;
       high();
       ++stats.cycles;
 
-      if (in_hs) {
+      if (send) {
         ++stats.in_beats;
         ++beat;
         if (beat * kBeatBytes >= frames[frame].size()) {
@@ -260,22 +289,37 @@ struct RtlEngine::Impl {
         }
         presenting = false;
       }
+      if (verdict) {
+        if (verdicts >= frame)
+          throw std::runtime_error("RtlEngine: receive FIFO verdict without an input frame");
+        const size_t i = verdicts++;
+        if (drop_overflow || drop_bad) {
+          const uint32_t c = drop_bad ? regmap::kGcDropMacError : regmap::kGcDropRxOverflow;
+          outcomes[i] = EngineOutcome{EngineAction::kDropped, c, -1};
+          ++decided;
+          ++(drop_bad ? stats.rx_drop_bad : stats.rx_drop_overflow);
+        } else {
+          kept.push_back(i);
+        }
+      }
       if (decision) {
-        if (in_start.empty()) throw std::runtime_error("RtlEngine: decision without an input frame");
+        if (kept.empty()) throw std::runtime_error("RtlEngine: decision without an input frame");
+        const size_t i = kept.front();
+        kept.pop_front();
         if (oc.action == EngineAction::kPassed || oc.action == EngineAction::kEmitted ||
             oc.action == EngineAction::kReemitted) {
-          out_pending.push_back(in_start.front());
+          out_pending.push_back(in_start[i]);
         }
-        in_start.pop_front();
-        outcomes.push_back(oc);
+        outcomes[i] = oc;
+        ++decided;
       }
       if (out_last) {
         out_in_frame = false;
         ++stats.frames_out;
         target.emit(out.data(), static_cast<uint32_t>(out.size()), Ports{});
       }
-      if (in_hs || out_hs || decision) last_progress = cycle;
-      if (frame == frames.size() && outcomes.size() == frames.size() && idle && !out_in_frame) break;
+      if (send || out_hs || decision || verdict) last_progress = cycle;
+      if (frame == frames.size() && decided == frames.size() && idle && !out_in_frame) break;
       check_hang(last_progress, "streaming frames");
     }
     top->s_axis_tvalid = 0;
@@ -300,12 +344,12 @@ EngineOutcome RtlEngine::process_frame(const uint8_t* frame, uint32_t len, EmitT
     throw std::invalid_argument("RtlEngine: a frame of 0 bytes cannot be sent on AXI4-Stream");
   }
   const std::vector<std::vector<uint8_t>> one{std::vector<uint8_t>(frame, frame + len)};
-  return impl_->run(one, out, mac_error ? std::vector<uint8_t>{1} : std::vector<uint8_t>{}).at(0);
+  return impl_->run(one, out, mac_error ? std::vector<uint8_t>{1} : std::vector<uint8_t>{}, false).at(0);
 }
 
 std::vector<EngineOutcome> RtlEngine::run(const std::vector<std::vector<uint8_t>>& frames, EmitTarget& out,
                                           const std::vector<uint8_t>& mac_errors) {
-  return impl_->run(frames, out, mac_errors);
+  return impl_->run(frames, out, mac_errors, impl_->shaping.mac_source);
 }
 
 void RtlEngine::set_shaping(const StreamShaping& s) {

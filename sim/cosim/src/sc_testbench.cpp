@@ -8,6 +8,7 @@
 // cosim-sc-fail-seed-N.pcap and exits 1.
 #include <systemc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -35,6 +36,10 @@ SC_MODULE(EngineTestbench) {
   sc_signal<bool> awvalid, awready, wvalid, wready, bvalid, bready, arvalid, arready, rvalid, rready;
   sc_signal<bool> idle, stall_in, stall_desc, stall_reg, dec_valid;
   sc_signal<uint32_t> dec_action, dec_counter, dec_entry;
+  sc_signal<uint32_t> fwd_drop;  // held low: no cage-to-cage FIFOs here
+  sc_signal<bool> rx_frame, rx_drop_overflow, rx_drop_bad, in_stall;
+  sc_signal<uint32_t> rx_free;
+  uint32_t rx_capacity = 0;  // receive FIFO beats (rx_free after reset)
 
   std::unique_ptr<Vpanama_engine_sc> dut;
   std::vector<uint64_t> seeds;
@@ -87,6 +92,12 @@ SC_MODULE(EngineTestbench) {
     dut->status_decision_action(dec_action);
     dut->status_decision_counter(dec_counter);
     dut->status_decision_entry(dec_entry);
+    dut->fwd_drop(fwd_drop);
+    dut->status_rx_frame(rx_frame);
+    dut->status_rx_drop_overflow(rx_drop_overflow);
+    dut->status_rx_drop_bad(rx_drop_bad);
+    dut->status_rx_free(rx_free);
+    dut->status_in_stall(in_stall);
     SC_THREAD(driver);
     sensitive << clk.pos();
     SC_THREAD(monitor);
@@ -145,9 +156,17 @@ SC_MODULE(EngineTestbench) {
     return rdata.read();
   }
 
+  // The engine takes every beat; before a frame the bench waits until its
+  // receive FIFO has room for it (with a margin for the beats of the frame
+  // before, still on their way in), so no frame is dropped for room.
   void send(const std::vector<Frame>& frames, double gap, std::mt19937_64& rng) {
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     for (const auto& f : frames) {
+      const uint32_t need = std::min<uint32_t>(static_cast<uint32_t>((f.size() + 63) / 64) + 4, rx_capacity);
+      while (rx_free.read() < need) {
+        s_tvalid.write(false);
+        wait();
+      }
       for (size_t off = 0; off < f.size(); off += 64) {
         while (gap > 0.0 && unit(rng) < gap) {
           s_tvalid.write(false);
@@ -252,6 +271,8 @@ SC_MODULE(EngineTestbench) {
     for (int i = 0; i < 4; ++i) wait();
     rst.write(false);
     wait();
+    wait();
+    rx_capacity = rx_free.read();
     for (uint64_t seed : seeds) {
       if (!run_seed(seed).empty()) {
         exit_code = 1;

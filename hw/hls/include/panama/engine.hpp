@@ -140,6 +140,10 @@ class Engine {
     return d.outcome;
   }
 
+  // A frame its receive frame FIFO dropped in front of the engine because it
+  // did not fit (EngineRules::count_rx_overflow): counted, nothing else.
+  EngineOutcome count_rx_overflow() { return rules_.count_rx_overflow(); }
+
   // Convenience for hosts and tests: the value of a counter without going
   // through the two-word register protocol.
   uint64_t global_counter(uint32_t c) const { return rules_.global_counter(c); }

@@ -822,6 +822,19 @@ class EngineRules {
     if (table_.front(cls, h, len, mac_error, d, r, k)) slots_.decide_slot(r, d, k);
   }
 
+  // A frame dropped whole before the engine looked at it because the
+  // receive frame FIFO in front of it had no room (the RTL engine's
+  // panama_rx_frame_fifo; a MAC cannot be held back): counted in FRAMES_IN
+  // and DROP_RX_OVERFLOW, nothing else changes. This engine has no such
+  // FIFO; a host or a co-simulation that runs one in front of it accounts
+  // the frames it drops here.
+  EngineOutcome count_rx_overflow() {
+    typename Counters::Direct k = counters_.direct();
+    k.global(regmap::kGcFramesIn);
+    k.global(regmap::kGcDropRxOverflow);
+    return EngineOutcome{EngineAction::kDropped, regmap::kGcDropRxOverflow, -1};
+  }
+
  private:
   // A register write's effect on the slots and counters, in the order the
   // single-object rules applied it.

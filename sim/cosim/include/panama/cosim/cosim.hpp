@@ -125,12 +125,19 @@ std::string diff_emitted(const char* ref, size_t segment, const std::vector<Fram
 std::string diff_registers(const char* ref, const std::vector<uint32_t>& ref_words,
                            const std::vector<uint32_t>& rtl_words);
 
+// Whether the RTL's receive frame FIFO dropped the frame for room (its
+// outcome; the engine itself never gives this counter).
+inline bool rx_overflow_drop(const EngineOutcome& o) {
+  return o.action == EngineAction::kDropped && o.drop_counter == regmap::kGcDropRxOverflow;
+}
+
 // The comparison loop shared by compare() and compare_kernel(): set-up
-// writes on both sides, then per segment the reference's run (`run_ref(frames,
-// mac_flags, &outcomes, &emitted)`, which may throw), the RTL's run, the
-// outcome and frame differences and the writes between segments, and at the
-// end every register and counter. With `rtl_mac_errors` the RTL gets the
-// scenario's MAC-error flags too.
+// writes on both sides, then per segment the RTL's run, the reference's run
+// (`run_ref(frames, mac_flags, rtl_outcomes, &outcomes, &emitted)`, which may
+// throw; `rtl_outcomes` tells it which frames the RTL's receive FIFO dropped
+// for room: rx_overflow_drop), the outcome and frame differences and the
+// writes between segments, and at the end every register and counter. With
+// `rtl_mac_errors` the RTL gets the scenario's MAC-error flags too.
 template <class Ref, class RunRef>
 CompareResult compare_segments(const Scenario& sc, const char* ref_name, Ref& ref, RtlEngine& rtl,
                                const StreamShaping& shaping, bool rtl_mac_errors, RunRef run_ref) {
@@ -155,13 +162,13 @@ CompareResult compare_segments(const Scenario& sc, const char* ref_name, Ref& re
     const std::vector<uint8_t>& mac = s < sc.mac_errors.size() ? sc.mac_errors[s] : kNoMacErrors;
     std::vector<Frame> ref_frames, rtl_frames;
     std::vector<EngineOutcome> ref_out;
+    EmitFn rtl_sink([&](const uint8_t* d, uint32_t n) { rtl_frames.emplace_back(d, d + n); });
+    const std::vector<EngineOutcome> rtl_out = rtl.run(frames, rtl_sink, rtl_mac_errors ? mac : kNoMacErrors);
     try {
-      run_ref(frames, mac, &ref_out, &ref_frames);
+      run_ref(frames, mac, rtl_out, &ref_out, &ref_frames);
     } catch (const std::exception& e) {
       return fail(std::string(ref_name) + ": " + e.what());
     }
-    EmitFn rtl_sink([&](const uint8_t* d, uint32_t n) { rtl_frames.emplace_back(d, d + n); });
-    const std::vector<EngineOutcome> rtl_out = rtl.run(frames, rtl_sink, rtl_mac_errors ? mac : kNoMacErrors);
     if (auto d = diff_outcomes(ref_name, frames, base, ref_out, rtl_out); !d.empty()) return fail(d);
     if (auto d = diff_emitted(ref_name, s, ref_frames, rtl_frames); !d.empty()) return fail(d);
     res.emitted += ref_frames.size();
