@@ -8,7 +8,10 @@
 # the machine and the exact commands.
 # Environment: BUILD_DIR (build), SIZE (32MiB), ITERATIONS (3), RATES ("1 10",
 # Gbit/s), WORKERS ("2 4 8"), TREES ("1 2 4"), RING (1: add ring rows),
-# EXTRA (more panama-cluster arguments, e.g. "--nodes threads"), EXE (the binary).
+# GLOO (1: add Gloo rows, with EXTRA="--nodes netns" only), EXTRA (more
+# panama-cluster arguments, e.g. "--nodes threads" or "--nodes netns"), EXE
+# (the binary). scripts/bench-netns.py compares the three schemes over
+# network namespaces by time, with the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -18,6 +21,7 @@ RATES=${RATES:-"1 10"}
 WORKERS=${WORKERS:-"2 4 8"}
 TREES=${TREES:-"1 2 4"}
 RING=${RING:-1}
+GLOO=${GLOO:-0}
 EXTRA=${EXTRA:-}
 EXE=${EXE:-"$BUILD_DIR/sw/cluster/panama-cluster"}
 if [ ! -x "$EXE" ]; then
@@ -30,7 +34,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "## Virtual-cluster goodput ($(date -u +%Y-%m-%d), $(nproc) CPUs, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), load average $(cut -d' ' -f1-3 /proc/loadavg))"
 echo
 echo "Command per row: \`$EXE --workers W --trees T --link-rate R --size $SIZE --iterations $ITERATIONS --no-progress $EXTRA\`"
-echo "(ring rows: the same with \`--baseline ring\`)."
+echo "(ring and gloo rows: the same with \`--baseline ring\` or \`--baseline gloo\` instead of \`--trees\`)."
 echo
 echo "| link Gbit/s | workers | scheme | goodput Gbit/s (mean) | best | ideal | % of own ideal (mean) | retransmissions | result |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
@@ -38,18 +42,22 @@ for rate in $RATES; do
   for w in $WORKERS; do
     schemes="$TREES"
     if [ "$RING" = 1 ]; then schemes="$schemes ring"; fi
+    if [ "$GLOO" = 1 ]; then schemes="$schemes gloo"; fi
     for t in $schemes; do
       echo "bench: rate $rate workers $w trees $t" >&2
       rm -f "$tmp/s.json"
-      if [ "$t" = ring ]; then extra=(--baseline ring); else extra=(--trees "$t"); fi
+      case "$t" in
+        ring | gloo) extra=(--baseline "$t") ;;
+        *) extra=(--trees "$t") ;;
+      esac
       # shellcheck disable=SC2086
       "$EXE" --workers "$w" "${extra[@]}" --link-rate "$rate" --size "$SIZE" --iterations "$ITERATIONS" \
         --no-progress --summary-json "$tmp/s.json" $EXTRA >"$tmp/out" 2>&1 || true
       /usr/bin/python3 - "$tmp/s.json" "$rate" "$w" "$t" <<'PY'
 import json, sys
 path, rate, w, t = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-scheme = "ring" if t == "ring" else f"PANAMA, {t} tree(s)"
-ideal = rate * w / (2 * (w - 1)) if t == "ring" and w > 1 else rate
+scheme = t if t in ("ring", "gloo") else f"PANAMA, {t} tree(s)"
+ideal = rate * w / (2 * (w - 1)) if t in ("ring", "gloo") and w > 1 else rate
 try:
     s = json.load(open(path))
 except Exception:

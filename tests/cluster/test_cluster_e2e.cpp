@@ -351,6 +351,14 @@ TEST_CASE("bad options and configs are rejected with a clear message", "[e2e]") 
       {"--baseline ring --dtype bf16 --size 4", {"--dtype bf16", "--baseline ring"}},
       {"--dtype fp16 --size 3", {"--size 3", "multiple of 2 bytes (fp16"}},
       {"--dtype fp64 --size 8", {"--dtype"}},
+      {"--pmd af_xdp --size 4", {"--pmd", "--nodes netns"}},
+      {"--link-delay 1 --size 4", {"--link-delay", "--nodes netns"}},
+      {"--baseline gloo --size 4", {"--baseline gloo", "--nodes netns"}},
+      {"--fail-switch s0:DOWN --size 4", {"NAME:DOWN", "--nodes netns"}},
+      {"--fail-switch s0:SLEEP --size 4", {"STOP", "KILL", "DOWN"}},
+      {"--nodes netns --zero-copy-send false --size 4", {"--zero-copy-send", "--nodes netns"}},
+      {"--nodes netns --baseline gloo --trees 3 --size 4", {"--trees", "--baseline gloo"}},
+      {"--nodes netns --baseline gloo --dtype bf16 --size 4", {"--dtype bf16", "--baseline gloo"}},
   };
   for (const auto& [args, names] : refused) {
     INFO(args);

@@ -60,8 +60,13 @@ int ClusterRun::plan() {
                launcher_->description().c_str());
   if (opt_.ring_baseline)
     std::fprintf(stderr, "  baseline: host ring allreduce (no in-network aggregation)\n");
-  for (const auto& t : dep.trees)
+  if (opt_.gloo_baseline)
+    std::fprintf(stderr,
+                 "  baseline: Gloo (torch.distributed) over TCP, Linux bridges in the PSwitches' place\n");
+  for (const auto& t : dep.trees) {
+    if (opt_.ring_baseline || opt_.gloo_baseline) break;
     std::fprintf(stderr, "  job %u tree %u rooted at %s\n", t.job, t.tree, t.root.c_str());
+  }
   std::fprintf(stderr, "  polling loops: %s\n", idle_policy(opt_).describe().c_str());
   std::fprintf(stderr, "  run directory %s\n", run_.run_dir.c_str());
   return 0;
@@ -126,8 +131,10 @@ void ClusterRun::supervise() {
     }
     // Failure injection: the named PSwitch is frozen or ended mid-run.
     if (!opt_.fail_switch.empty() && !injected_ && done_bytes >= opt_.fail_at * total_bytes) {
-      const std::string what = launcher_->fail_switch(
-          opt_.fail_switch, opt_.fail_signal == "KILL" ? FailMode::kKill : FailMode::kStop);
+      const std::string what =
+          launcher_->fail_switch(opt_.fail_switch, opt_.fail_signal == "KILL"   ? FailMode::kKill
+                                                   : opt_.fail_signal == "DOWN" ? FailMode::kLinkDown
+                                                                                : FailMode::kStop);
       if (!what.empty()) {
         injected_ = true;
         injected_at_s_ = elapsed;
@@ -213,7 +220,7 @@ int run_cluster(const ClusterOptions& opt) {
       std::fprintf(stderr, "panama-cluster: cannot find its own executable (/proc/self/exe)\n");
       return 1;
     }
-    launcher = make_process_launcher(exe);
+    launcher = opt.netns ? make_netns_launcher(exe) : make_process_launcher(exe);
   }
   ClusterRun run(opt, std::move(launcher));
   return run.run();

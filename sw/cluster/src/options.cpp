@@ -176,8 +176,9 @@ void parse_fail_switch(const std::string& text, ClusterOptions& opt) {
   }
   if (const size_t colon = rest.find(':'); colon != std::string::npos) {
     opt.fail_signal = rest.substr(colon + 1);
-    if (opt.fail_signal != "STOP" && opt.fail_signal != "KILL")
-      throw std::invalid_argument("':" + opt.fail_signal + "': STOP (freeze it) or KILL (for good)");
+    if (opt.fail_signal != "STOP" && opt.fail_signal != "KILL" && opt.fail_signal != "DOWN")
+      throw std::invalid_argument("':" + opt.fail_signal +
+                                  "': STOP (freeze it), KILL (for good) or DOWN (its links, --nodes netns)");
     rest = rest.substr(0, colon);
   }
   if (rest.empty()) throw std::invalid_argument("'" + text + "' names no PSwitch");

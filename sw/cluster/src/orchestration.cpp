@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -183,13 +184,33 @@ Node& NodeSet::start(const NodeSpec& spec) {
   for (const std::string& a : spec.args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
+  // Its network namespace (--nodes netns), opened before fork.
+  std::string netns = spec.netns;
+  if (netns.empty()) {
+    if (auto it = netns_.find(spec.name); it != netns_.end()) netns = it->second;
+  }
+  int netns_fd = -1;
+  if (!netns.empty()) {
+    netns_fd = open(("/var/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns_fd < 0)
+      throw std::runtime_error("network namespace " + netns + " of " + spec.name + ": " +
+                               std::strerror(errno));
+  }
+
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    if (netns_fd >= 0) close(netns_fd);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
   if (pid == 0) {
     // Die with the parent, whatever kills it.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
+    if (netns_fd >= 0 && setns(netns_fd, CLONE_NEWNET) != 0) {
+      std::fprintf(stderr, "setns %s: %s\n", netns.c_str(), std::strerror(errno));
+      _exit(127);
+    }
     if (spec.own_process_group) setpgid(0, 0);
     const int log = open(n.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (spec.capture_stdout) {
@@ -213,6 +234,7 @@ Node& NodeSet::start(const NodeSpec& spec) {
     _exit(127);
   }
   if (spec.own_process_group) setpgid(pid, pid);  // also here: no race with the first kill()
+  if (netns_fd >= 0) close(netns_fd);
   n.pid = pid;
   if (spec.capture_stdout) {
     close(out[1]);
@@ -449,7 +471,7 @@ int plan_run_or_report(const ClusterOptions& opt, PlannedRun& run, const char* t
 // ---------------------------------------------------------------- 6. report
 
 json summary_header(const ClusterOptions& opt, bool in_process) {
-  json summary = {{"baseline", opt.ring_baseline ? "ring" : "none"},
+  json summary = {{"baseline", opt.ring_baseline ? "ring" : (opt.gloo_baseline ? "gloo" : "none")},
                   {"topology", opt.topology},
                   {"workers_per_job", opt.workers},
                   {"jobs", opt.jobs},
@@ -463,6 +485,11 @@ json summary_header(const ClusterOptions& opt, bool in_process) {
                   {"workers", json::array()},
                   {"pswitches", json::array()}};
   if (in_process) summary["in_process"] = true;
+  summary["nodes"] = in_process ? "threads" : (opt.netns ? "netns" : "processes");
+  if (opt.netns) {
+    summary["pmd"] = opt.pmd;
+    summary["link_delay_ms"] = opt.link_delay_ms;
+  }
   return summary;
 }
 

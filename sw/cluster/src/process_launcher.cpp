@@ -1,15 +1,15 @@
-// The process launcher of ClusterRun (cluster_run.hpp): every PSwitch and
-// every worker its own process, started as `<exe> --node <spec file>`
+// The process launcher of ClusterRun (process_launcher.hpp): every PSwitch
+// and every worker its own process, started as `<exe> --node <spec file>`
 // (node_spec.hpp) and linked by memif, supervised through NodeSet
 // (orchestration.hpp).
+#include "process_launcher.hpp"
+
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstring>
-#include <map>
 
-#include "panama/cluster/cluster_run.hpp"
 #include "panama/cluster/node_spec.hpp"
 #include "panama/config/node_config.hpp"
 
@@ -18,18 +18,6 @@ namespace panama::cluster {
 namespace {
 
 using nlohmann::json;
-
-// "killed by signal 9 (SIGKILL: Killed)", "exited with status 3", "running".
-std::string how_it_ended(const Node& c) {
-  if (c.exited && WIFSIGNALED(c.status)) {
-    const int sig = WTERMSIG(c.status);
-    const char* abbrev = sigabbrev_np(sig);
-    return "killed by signal " + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
-           strsignal(sig) + ")";
-  }
-  if (c.exited && WIFEXITED(c.status)) return "exited with status " + std::to_string(WEXITSTATUS(c.status));
-  return "running";
-}
 
 // A worker's stdout: "P <iteration> <bytes done>" lines and a final "R <json>".
 void worker_line(WorkerStatus& w, const std::string& line) {
@@ -49,126 +37,128 @@ void worker_line(WorkerStatus& w, const std::string& line) {
   }
 }
 
-class ProcessLauncher final : public NodeLauncher {
- public:
-  explicit ProcessLauncher(std::string self) : self_(std::move(self)) {}
-
-  std::string description() const override { return "a process per node (memif)"; }
-  std::string summary_title() const override { return ""; }
-  void check(const PlannedRun&, ClusterOptions&) override {}
-
-  void start(const PlannedRun& run, const ClusterOptions& opt, std::vector<WorkerStatus>& workers) override {
-    nodes_ = std::make_unique<NodeSet>(run.run_dir);
-    const runtime::IdlePolicy poll = idle_policy(opt);
-    nodes_->start_switches(run.dep, self_, poll);
-    for (const auto& w : run.dep.workers) {
-      NodeSpecFile file;
-      file.role = opt.ring_baseline ? NodeSpecFile::Role::kRingWorker : NodeSpecFile::Role::kWorker;
-      file.name = w.host;
-      file.dpdk_prefix = nodes_->dpdk_prefix(w.host);
-      file.poll = poll;
-      file.worker.plan_path = run.run_dir + "/" + w.host + ".plan.json";
-      file.worker.vdevs = w.vdevs.empty() ? std::vector<std::string>{w.vdev} : w.vdevs;
-      file.worker.seed = opt.seed;
-      file.worker.elems = opt.elems;
-      file.worker.iterations = opt.iterations;
-      file.worker.streaming_copy_bytes = opt.streaming_copy_bytes;
-      file.worker.ring_channels = opt.ring_channels;
-      file.worker.dtype = opt.dtype;
-      if (!opt.ring_baseline) file.worker.leaf_of_rank = leaf_of_rank(run.dep, w.plan.job_id);
-      if (opt.ring_baseline) {
-        // Neighbours in rank order within the job.
-        const uint32_t n = w.plan.world_size;
-        for (const auto& o : run.dep.workers) {
-          if (o.plan.job_id != w.plan.job_id) continue;
-          if (o.plan.rank == (w.plan.rank + n - 1) % n) file.peers.left = o.plan.local_mac;
-          if (o.plan.rank == (w.plan.rank + 1) % n) file.peers.right = o.plan.local_mac;
-        }
-      }
-      const std::string path = node_spec_path(run.run_dir, w.host);
-      write_node_spec(path, file);
-      NodeSpec spec;
-      spec.name = w.host;
-      spec.exe = self_;
-      spec.capture_stdout = true;
-      spec.dpdk_prefix = file.dpdk_prefix;
-      spec.args = {"--node", path};
-      const Node& n = nodes_->start(spec);
-      WorkerStatus ws;
-      ws.host = w.host;
-      ws.job = w.plan.job_id;
-      ws.rank = w.plan.rank;
-      ws.log_path = n.log_path;
-      index_[w.host] = workers.size();
-      workers.push_back(ws);
-    }
-  }
-
-  void poll(int timeout_ms, std::vector<WorkerStatus>& workers) override {
-    if (!nodes_) return;
-    nodes_->poll(timeout_ms, [&](Node& n, const std::string& line, bool) {
-      if (auto it = index_.find(n.name); it != index_.end() && !n.is_switch)
-        worker_line(workers[it->second], line);
-    });
-    update(workers);
-  }
-
-  std::string switch_failure() override {
-    if (!nodes_) return {};
-    for (const Node& n : nodes_->nodes()) {
-      if (!n.is_switch || !n.exited || n.pid == injected_pid_) continue;  // killed on purpose
-      return n.name + " exited early (" + how_it_ended(n) + "):\n" + tail_of(n.log_path);
-    }
-    return {};
-  }
-
-  bool interrupted() const override { return nodes_ && nodes_->signalled(); }
-
-  std::string fail_switch(const std::string& name, FailMode how) override {
-    for (const Node& n : nodes_->nodes()) {
-      if (!n.is_switch || n.name != name || n.exited) continue;
-      kill(n.pid, how == FailMode::kKill ? SIGKILL : SIGSTOP);
-      injected_pid_ = n.pid;
-      injected_how_ = how;
-      return std::string(how == FailMode::kKill ? "SIGKILL" : "SIGSTOP") + " to PSwitch " + name;
-    }
-    return {};
-  }
-
-  void stop(bool, std::vector<WorkerStatus>& workers) override {
-    if (!nodes_) return;
-    // A frozen PSwitch would sit out the tear-down's SIGTERM grace period.
-    if (injected_pid_ > 0 && injected_how_ == FailMode::kStop) kill(injected_pid_, SIGCONT);
-    // Before the summary: the PSwitches write their final counters on SIGTERM.
-    nodes_->tear_down();
-    update(workers);
-  }
-
-  std::vector<json> switch_counters(const PlannedRun& run) override { return collect_switch_counters(run); }
-
- private:
-  // Exited workers: no longer running; without a report, how they ended.
-  void update(std::vector<WorkerStatus>& workers) {
-    for (const Node& n : nodes_->nodes()) {
-      auto it = index_.find(n.name);
-      if (n.is_switch || it == index_.end() || !n.exited) continue;
-      WorkerStatus& w = workers[it->second];
-      w.running = false;
-      if (w.report.is_null()) {
-        w.ended = how_it_ended(n);
-        w.signal = WIFSIGNALED(n.status) ? WTERMSIG(n.status) : 0;
-      }
-    }
-  }
-
-  std::string self_;
-  std::unique_ptr<NodeSet> nodes_;
-  std::map<std::string, size_t> index_;  // worker name -> its WorkerStatus
-  pid_t injected_pid_ = -1;
-  FailMode injected_how_ = FailMode::kStop;
-};
-
 }  // namespace
+
+std::string how_it_ended(const Node& c) {
+  if (c.exited && WIFSIGNALED(c.status)) {
+    const int sig = WTERMSIG(c.status);
+    const char* abbrev = sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
+           strsignal(sig) + ")";
+  }
+  if (c.exited && WIFEXITED(c.status)) return "exited with status " + std::to_string(WEXITSTATUS(c.status));
+  return "running";
+}
+
+void ProcessLauncher::start(const PlannedRun& run, const ClusterOptions& opt,
+                            std::vector<WorkerStatus>& workers) {
+  nodes_ = std::make_unique<NodeSet>(run.run_dir);
+  start_nodes(run.dep, run.run_dir, opt, workers);
+}
+
+void ProcessLauncher::start_nodes(const controller::Deployment& dep, const std::string& run_dir,
+                                  const ClusterOptions& opt, std::vector<WorkerStatus>& workers,
+                                  bool with_switches) {
+  const runtime::IdlePolicy poll = idle_policy(opt);
+  if (with_switches) nodes_->start_switches(dep, self_, poll);
+  for (const auto& w : dep.workers) {
+    NodeSpecFile file;
+    file.role = opt.ring_baseline ? NodeSpecFile::Role::kRingWorker : NodeSpecFile::Role::kWorker;
+    file.name = w.host;
+    file.dpdk_prefix = nodes_->dpdk_prefix(w.host);
+    file.poll = poll;
+    file.worker.plan_path = run_dir + "/" + w.host + ".plan.json";
+    file.worker.vdevs = w.vdevs.empty() ? std::vector<std::string>{w.vdev} : w.vdevs;
+    file.worker.seed = opt.seed;
+    file.worker.elems = opt.elems;
+    file.worker.iterations = opt.iterations;
+    file.worker.streaming_copy_bytes = opt.streaming_copy_bytes;
+    file.worker.ring_channels = opt.ring_channels;
+    file.worker.dtype = opt.dtype;
+    if (!opt.ring_baseline) file.worker.leaf_of_rank = leaf_of_rank(dep, w.plan.job_id);
+    if (opt.ring_baseline) {
+      // Neighbours in rank order within the job.
+      const uint32_t n = w.plan.world_size;
+      for (const auto& o : dep.workers) {
+        if (o.plan.job_id != w.plan.job_id) continue;
+        if (o.plan.rank == (w.plan.rank + n - 1) % n) file.peers.left = o.plan.local_mac;
+        if (o.plan.rank == (w.plan.rank + 1) % n) file.peers.right = o.plan.local_mac;
+      }
+    }
+    const std::string path = node_spec_path(run_dir, w.host);
+    write_node_spec(path, file);
+    NodeSpec spec;
+    spec.name = w.host;
+    spec.exe = self_;
+    spec.capture_stdout = true;
+    spec.dpdk_prefix = file.dpdk_prefix;
+    spec.args = {"--node", path};
+    add_worker(nodes_->start(spec), w, workers);
+  }
+}
+
+void ProcessLauncher::add_worker(const Node& n, const controller::WorkerOutput& w,
+                                 std::vector<WorkerStatus>& workers) {
+  WorkerStatus ws;
+  ws.host = w.host;
+  ws.job = w.plan.job_id;
+  ws.rank = w.plan.rank;
+  ws.log_path = n.log_path;
+  index_[w.host] = workers.size();
+  workers.push_back(ws);
+}
+
+void ProcessLauncher::poll(int timeout_ms, std::vector<WorkerStatus>& workers) {
+  if (!nodes_) return;
+  nodes_->poll(timeout_ms, [&](Node& n, const std::string& line, bool) {
+    if (auto it = index_.find(n.name); it != index_.end() && !n.is_switch)
+      worker_line(workers[it->second], line);
+  });
+  update(workers);
+}
+
+std::string ProcessLauncher::switch_failure() {
+  if (!nodes_) return {};
+  for (const Node& n : nodes_->nodes()) {
+    if (!n.is_switch || !n.exited || n.pid == injected_pid_) continue;  // killed on purpose
+    return n.name + " exited early (" + how_it_ended(n) + "):\n" + tail_of(n.log_path);
+  }
+  return {};
+}
+
+std::string ProcessLauncher::fail_switch(const std::string& name, FailMode how) {
+  if (how == FailMode::kLinkDown) return {};  // --nodes netns only (refused before)
+  for (const Node& n : nodes_->nodes()) {
+    if (!n.is_switch || n.name != name || n.exited) continue;
+    kill(n.pid, how == FailMode::kKill ? SIGKILL : SIGSTOP);
+    injected_pid_ = n.pid;
+    injected_how_ = how;
+    return std::string(how == FailMode::kKill ? "SIGKILL" : "SIGSTOP") + " to PSwitch " + name;
+  }
+  return {};
+}
+
+void ProcessLauncher::stop(bool, std::vector<WorkerStatus>& workers) {
+  if (!nodes_) return;
+  // A frozen PSwitch would sit out the tear-down's SIGTERM grace period.
+  if (injected_pid_ > 0 && injected_how_ == FailMode::kStop) kill(injected_pid_, SIGCONT);
+  // Before the summary: the PSwitches write their final counters on SIGTERM.
+  nodes_->tear_down();
+  update(workers);
+}
+
+void ProcessLauncher::update(std::vector<WorkerStatus>& workers) {
+  for (const Node& n : nodes_->nodes()) {
+    auto it = index_.find(n.name);
+    if (n.is_switch || it == index_.end() || !n.exited) continue;
+    WorkerStatus& w = workers[it->second];
+    w.running = false;
+    if (w.report.is_null()) {
+      w.ended = how_it_ended(n);
+      w.signal = WIFSIGNALED(n.status) ? WTERMSIG(n.status) : 0;
+    }
+  }
+}
 
 std::unique_ptr<NodeLauncher> make_process_launcher(const std::string& self_exe) {
   return std::make_unique<ProcessLauncher>(self_exe);

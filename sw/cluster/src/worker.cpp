@@ -67,6 +67,7 @@ nlohmann::json worker_iterations(const WorkerOptions& opt, runtime::Runtime* sha
       ro.port.link_wait_ms = 10000;
       ro.idle = opt.idle;
       ro.streaming_copy_bytes = opt.streaming_copy_bytes;
+      ro.port.mbufs = port_mbufs(opt.vdevs);
       // A dual-homed worker has two uplinks, hence two vdevs.
       own_rt = runtime::Runtime::create(node_eal_args(opt.vdevs, 512, opt.file_prefix), ro);
     }

@@ -44,6 +44,13 @@ std::vector<std::string> node_eal_args(const std::vector<std::string>& vdevs, un
   return a;
 }
 
+uint32_t port_mbufs(const std::vector<std::string>& vdevs) {
+  for (const std::string& v : vdevs) {
+    if (v.rfind("net_af_xdp", 0) == 0) return 4095;
+  }
+  return 2047;
+}
+
 void print_progress_line(uint32_t iteration, uint64_t bytes) {
   std::printf("P %u %llu\n", iteration, static_cast<unsigned long long>(bytes));
   std::fflush(stdout);

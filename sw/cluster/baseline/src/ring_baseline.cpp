@@ -421,6 +421,7 @@ nlohmann::json ring_iterations(const WorkerOptions& opt, const RingPeers& peers,
     runtime::PortConfig pc;
     pc.name = shared_eal ? device : opt.vdevs[0].substr(0, opt.vdevs[0].find(','));
     pc.link_wait_ms = 10000;
+    if (!shared_eal) pc.mbufs = port_mbufs(opt.vdevs);
     auto port_ptr = std::make_shared<runtime::DpdkPort>(eal, pc);
     if (keep_alive) *keep_alive = port_ptr;  // other threads may still hold its mbufs
     runtime::DpdkPort& port = *port_ptr;

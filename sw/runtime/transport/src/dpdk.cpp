@@ -22,12 +22,45 @@
 #include <thread>
 #include <tuple>
 
+#include <dirent.h>
 #include <getopt.h>
+#include <linux/if_packet.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace panama::runtime {
 namespace {
+
+// net_af_packet sends through a TX ring, and the kernel moves frames from
+// it into the interface's qdisc only while the socket's send buffer has
+// room (net.core.wmem_default, 212992 bytes: about 40 frames of 4 KiB); the
+// rest wait in the ring for the PMD's next tx_burst. A sender that then
+// waits for answers to them waits for its timeout (with tc shaping a veth:
+// thousands of timeouts per run). The PMD has no option for it, so the
+// port's packet sockets (found by interface index) get a send buffer that
+// holds a whole ring of jumbo frames.
+void raise_af_packet_send_buffers(int if_index) {
+  constexpr int kBytes = 16 << 20;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    struct stat st {};
+    if (fd <= 2 || fd == dirfd(d) || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    int domain = 0;
+    socklen_t len = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0 || domain != AF_PACKET) continue;
+    sockaddr_ll sll{};
+    len = sizeof sll;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&sll), &len) != 0 || sll.sll_ifindex != if_index)
+      continue;
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &kBytes, sizeof kBytes) != 0)
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kBytes, sizeof kBytes);  // without CAP_NET_ADMIN: up to wmem_max
+  }
+  closedir(d);
+}
 
 std::string reason(int err) {
   return std::string(rte_strerror(err < 0 ? -err : err));
@@ -250,6 +283,14 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
   char n[RTE_ETH_NAME_MAX_LEN];
   name_ = rte_eth_dev_get_name_by_port(id, n) == 0 ? std::string(n) : config.name;
 
+  // net_af_xdp builds its AF_XDP umem on the port's mempool, and the kernel
+  // takes umem chunks of at most a page (4 KiB) without hugepages: such a
+  // port's mbufs hold frames of up to 3 KiB.
+  if (rte_eth_dev_info pre{}; rte_eth_dev_info_get(id, &pre) == 0 && pre.driver_name &&
+                              std::string(pre.driver_name) == "net_af_xdp") {
+    config_.max_frame_bytes = std::min<uint32_t>(config_.max_frame_bytes, 3072);
+  }
+
   // Mempools: reused when this port was opened before (see Global).
   const int socket_id = rte_eth_dev_socket_id(id) < 0 ? 0 : rte_eth_dev_socket_id(id);
   auto pool_for = [&](std::map<std::string, rte_mempool*>& pools, const char* what, uint16_t priv,
@@ -270,7 +311,7 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
     return std::make_pair(mp, true);
   };
   bool created = false;
-  std::tie(pool_, created) = pool_for(g.pools, "mempool", 0, RTE_PKTMBUF_HEADROOM + config.max_frame_bytes);
+  std::tie(pool_, created) = pool_for(g.pools, "mempool", 0, RTE_PKTMBUF_HEADROOM + config_.max_frame_bytes);
   if (created) populate_pool_memory(pool_);
 
   rte_eth_dev_info info;
@@ -287,8 +328,8 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
                        .first;
   }
   rte_eth_conf conf{};
-  if (config.max_frame_bytes > RTE_ETHER_MAX_LEN && info.max_rx_pktlen >= config.max_frame_bytes) {
-    conf.rxmode.mtu = config.max_frame_bytes - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
+  if (config_.max_frame_bytes > RTE_ETHER_MAX_LEN && info.max_rx_pktlen >= config_.max_frame_bytes) {
+    conf.rxmode.mtu = config_.max_frame_bytes - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN;
     if (conf.rxmode.mtu > info.max_mtu) conf.rxmode.mtu = info.max_mtu;
   }
   if ((rc = rte_eth_dev_configure(id, 1, 1, &conf)) != 0) {
@@ -304,6 +345,8 @@ DpdkPort::DpdkPort(std::shared_ptr<DpdkEal> eal, const PortConfig& config)
   }
   if ((rc = rte_eth_dev_start(id)) != 0) throw DpdkError("port " + name_ + ": start failed: " + reason(rc));
   started_ = true;
+  if (driver == "net_af_packet" && info.if_index > 0)
+    raise_af_packet_send_buffers(static_cast<int>(info.if_index));
   if (config.promiscuous) rte_eth_promiscuous_enable(id);  // not all PMDs support it; harmless then
   rte_ether_addr addr;
   if (rte_eth_macaddr_get(id, &addr) == 0) {

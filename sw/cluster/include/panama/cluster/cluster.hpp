@@ -63,6 +63,19 @@ struct ClusterOptions {
   // Every node a thread of this one process, links net_ring pairs (no memif
   // copies, no process switches); else one process per node over memif.
   bool in_process = false;
+  // --nodes netns: one process per node, each in its own network namespace,
+  // links veth pairs shaped by tc, ports a DPDK PMD over the kernel
+  // interface (docs/cluster.md, "Namespaces and veths").
+  bool netns = false;
+  std::string pmd = "af_packet";  // netns: net_af_packet, or af_xdp (net_af_xdp)
+  double link_delay_ms = 0;       // netns: one-way delay of every link (tc netem)
+  // netns: who marks CE at the links: "auto" (the kernel's queues where tc
+  // has an ECN-marking qdisc, else the PSwitches), "kernel", "pswitch".
+  std::string link_ecn = "auto";
+  // netns: Gloo through torch.distributed between the same namespaces over
+  // the same veths (a Linux bridge where the PSwitches were) instead of
+  // in-network aggregation.
+  bool gloo_baseline = false;
   // Tree failover (docs/cluster.md, "Tree failover"): a standby tree per tree,
   // and the workers' failover threshold (0: the runtime's default).
   bool backup_trees = false;
@@ -83,6 +96,11 @@ runtime::IdlePolicy idle_policy(const ClusterOptions& o);
 // opt.in_process); returns the exit code (0: every result bit-exact; 1:
 // mismatch or failure; 2: bad options or set-up; 130: interrupted).
 int run_cluster(const ClusterOptions& opt);
+
+// panama-cluster --cleanup: removes what --nodes netns runs whose launcher
+// is gone left behind (their namespaces, veths and processes, DPDK runtime
+// folders), says what on stdout; returns the exit status (0).
+int cleanup_command();
 
 // "64MiB", "1.5GiB", "4096", "10KB" -> bytes, parsed exactly. Throws
 // std::invalid_argument for anything else, including sizes over 2^64 - 1.

@@ -92,7 +92,8 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
       ->group(kTrafficGroup);
   // Links and faults
   app.add_option("--link-rate", opt.link_gbps,
-                 "emulated link rate in Gbit/s of every PSwitch port (0: unlimited)")
+                 "link rate in Gbit/s of every PSwitch port (with --nodes netns also every veth's tc "
+                 "shaping; 0: unlimited)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str()
       ->group(kLinksGroup);

@@ -13,7 +13,10 @@
 //                     (node_spec.hpp), linked by memif (--nodes processes);
 //   thread launcher   every node a thread of this process, linked by
 //                     net_ring pairs, one runtime progress thread for all
-//                     PANAMA workers (--nodes threads).
+//                     PANAMA workers (--nodes threads);
+//   netns launcher    the process launcher's processes, each in a network
+//                     namespace of its own, linked by veth pairs shaped
+//                     with tc, ports net_af_packet (--nodes netns).
 //
 // docs/cluster.md ("How it runs", "Launchers") describes both.
 #pragma once
@@ -50,8 +53,9 @@ struct WorkerStatus {
 
 // How a PSwitch is failed (--fail-switch NAME:STOP|KILL).
 enum class FailMode {
-  kStop,  // frozen: stops forwarding, links stay up; resumed after the run to report its counters
-  kKill,  // ended for good
+  kStop,      // frozen: stops forwarding, links stay up; resumed after the run to report its counters
+  kKill,      // ended for good
+  kLinkDown,  // --nodes netns: every link of it taken down (ip link set down), the process left running
 };
 
 // Starts and controls the nodes of a run. ClusterRun calls start() once,
@@ -97,6 +101,9 @@ class NodeLauncher {
 std::unique_ptr<NodeLauncher> make_process_launcher(const std::string& self_exe);
 // A thread per node in this process (net_ring links).
 std::unique_ptr<NodeLauncher> make_thread_launcher();
+// A process per node, each in its own network namespace, linked by veth
+// pairs (netns_launcher.cpp, netns.hpp).
+std::unique_ptr<NodeLauncher> make_netns_launcher(const std::string& self_exe);
 
 class ClusterRun {
  public:

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -78,6 +79,9 @@ struct NodeSpec {
   bool capture_stderr = false;
   bool own_process_group = false;
   std::string dpdk_prefix;
+  // The network namespace (a name `ip netns` lists) the node runs in; "":
+  // the one NodeSet::set_namespaces gives its name, else the parent's.
+  std::string netns;
 };
 
 // Called with every complete line a node writes to a captured stream.
@@ -96,6 +100,10 @@ class NodeSet {
 
   // The DPDK --file-prefix of node `name` in this run (unique per parent).
   std::string dpdk_prefix(const std::string& name) const;
+
+  // Nodes started from now on run in these network namespaces (node name ->
+  // namespace name; --nodes netns): the child enters it before exec.
+  void set_namespaces(std::map<std::string, std::string> netns_of_node) { netns_ = std::move(netns_of_node); }
 
   // 2. Starts every PSwitch of `dep` as `pswitch_exe --node <run_dir>/nodes/<name>.json`
   // (node_spec.hpp; the executable calls run_node_child), servers first
@@ -127,6 +135,7 @@ class NodeSet {
   void stop(bool switches, double grace_s);
   std::string run_dir_;
   std::vector<Node> nodes_;
+  std::map<std::string, std::string> netns_;
   bool torn_down_ = false;
 };
 

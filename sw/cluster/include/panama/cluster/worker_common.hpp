@@ -56,6 +56,10 @@ void iteration_barrier(const std::string& plan_path, uint32_t job, uint32_t rank
 std::vector<std::string> node_eal_args(const std::vector<std::string>& vdevs, unsigned memory_mb,
                                        const std::string& prefix);
 
+// Mbufs of a worker's port (DpdkPort's default, 2047; 4095 for net_af_xdp,
+// whose receive queue fills its AF_XDP fill ring of 2048 from the pool).
+uint32_t port_mbufs(const std::vector<std::string>& vdevs);
+
 // A worker process's report protocol on stdout: "P <iteration> <bytes>"
 // progress lines and a final "R <json>" line (report_line).
 void print_progress_line(uint32_t iteration, uint64_t bytes);
