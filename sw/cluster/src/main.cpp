@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   // Tuning
   app.add_option("--poll", o.poll,
                  "how every polling loop waits when idle: busy, balanced or handoff (default: handoff with "
-                 "--nodes threads, balanced with processes and netns); overrides after a comma, e.g. "
+                 "--nodes threads and netns, balanced with processes); overrides after a comma, e.g. "
                  "handoff,spin=200 "
                  "(docs/cluster.md, \"Idle back-off\")")
       ->check([](const std::string& v) {

@@ -101,7 +101,9 @@ uint64_t mem_available_bytes() {
 
 runtime::IdlePolicy idle_policy(const ClusterOptions& o) {
   if (!o.poll.empty()) return runtime::IdlePolicy::parse(o.poll);
-  return o.in_process ? runtime::IdlePolicy::handoff() : runtime::IdlePolicy::balanced();
+  // Threads and namespaces: a few loops hand frames to each other on as many
+  // CPUs (docs/cluster.md, "Idle back-off"); processes over memif: more loops than CPUs.
+  return o.in_process || o.netns ? runtime::IdlePolicy::handoff() : runtime::IdlePolicy::balanced();
 }
 
 void parse_topology(const std::string& text, ClusterOptions& opt) {

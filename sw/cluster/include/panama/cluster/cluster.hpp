@@ -88,7 +88,7 @@ struct ClusterOptions {
 };
 
 // The polling preset of a run's loops: ClusterOptions::poll, or the mode's
-// default (handoff with --nodes threads, balanced with processes). Throws
+// default (handoff with --nodes threads and netns, balanced with processes). Throws
 // std::invalid_argument for an unknown preset.
 runtime::IdlePolicy idle_policy(const ClusterOptions& o);
 
