@@ -372,9 +372,11 @@ TEST_CASE("netns cluster: SIGKILL of the launcher leaves no namespace, veth, pro
 TEST_CASE("netns cluster: Gloo ranks over the same veths, every result exact", "[netns-gloo]") {
   if (skip_without_namespaces()) return;
   const char* py = std::getenv("PANAMA_PYTHON");
-  if (run_command(std::string(py && *py ? py : "python3") + " -c 'import torch.distributed'").exit_code != 0 &&
+  if (run_command(std::string(py && *py ? py : "python3") + " -c 'import torch.distributed'").exit_code !=
+          0 &&
       run_command("/usr/bin/python3 -c 'import torch.distributed'").exit_code != 0) {
-    std::cout << "SKIPPED: network namespaces test without PyTorch: no Python with torch.distributed" << std::endl;
+    std::cout << "SKIPPED: network namespaces test without PyTorch: no Python with torch.distributed"
+              << std::endl;
     return;
   }
   const Run r = cluster("--baseline gloo --workers 2 --size 1MiB --iterations 2 --link-rate 1");

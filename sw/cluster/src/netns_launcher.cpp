@@ -203,8 +203,9 @@ class NetnsLauncher final : public ProcessLauncher {
         // PSwitch's pacing; Gloo: the bridge port's tbf), and the other
         // shapers run kHeadroom faster, so that no queue nothing can mark
         // builds up in front of the PSwitch (docs/cluster.md, "ECN").
-        const bool to_switch = std::any_of(dep_.switches.begin(), dep_.switches.end(),
-                                           [&](const controller::SwitchOutput& o) { return o.node.node == p.name; });
+        const bool to_switch =
+            std::any_of(dep_.switches.begin(), dep_.switches.end(),
+                        [&](const controller::SwitchOutput& o) { return o.node.node == p.name; });
         // Those faster shapers take a burst of 2 ms at the rate: a window
         // sent at once passes without a qdisc timer per frame (which on
         // this VM halved what 4 workers moved at 1 Gbit/s).

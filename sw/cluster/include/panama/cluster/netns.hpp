@@ -71,8 +71,8 @@ struct LinkShape {
   // The bucket: at least two jumbo frames and 100 us at the rate; more lets
   // a burst of a sender's window pass without a qdisc timer per frame.
   uint64_t burst_bytes = 0;
-  std::string ecn_qdisc;         // "red" / "fq_codel": marking child of the tbf; "": a byte FIFO
-  uint64_t ecn_k_bytes = 0;      // its threshold
+  std::string ecn_qdisc;     // "red" / "fq_codel": marking child of the tbf; "": a byte FIFO
+  uint64_t ecn_k_bytes = 0;  // its threshold
 };
 
 // The tc commands (without "tc -n <ns>") that shape `iface` with `shape`;
