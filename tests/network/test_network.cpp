@@ -2,7 +2,9 @@
 // allreduce results bit for bit through simulated PSwitches (one, two and
 // three tiers), ECN reaching the workers, cwnd_cap and engine slots,
 // idle-network FCT, flow-level ECMP over spines and fat-tree cores, PFC
-// (lossless: pauses, no drops), determinism, and option validation.
+// (lossless: pauses, no drops), determinism, option validation, and
+// measured workloads (DDP buckets overlapped with backward) against
+// hand-computed timelines.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include "support/temp_dir.hpp"
 #include "wire/seeded_rng.hpp"
 
+using panama::netsim::BucketRecord;
 using panama::netsim::OptionError;
 using panama::netsim::Options;
 using panama::netsim::RunResult;
@@ -491,4 +494,199 @@ TEST_CASE("bad options and input files are rejected with a clear message", "[net
   CHECK(web.sample(0.15) == Approx(10000));
   CHECK(web.sample(0.465) == Approx(50000 + 0.5 * 30000));
   CHECK(web.sample(0.999999) == Approx(30e6).epsilon(1e-4));
+}
+
+// ------------------------------------------------------------ measured workloads
+
+namespace {
+
+// A workload file in the measurements' format: one model, forward 0.2 ms,
+// backward 1.0 ms, three gradients ready at 0.1, 0.5 and 0.9 ms.
+std::string toy_workload(const std::string& dir) {
+  const std::string path = dir + "/toy.json";
+  std::ofstream f(path);
+  f << R"({"info": {"gpu": "hand-written"}, "results": [
+    {"model": "toy", "precision": "bf16", "fwd_ms": 0.2, "bwd_ms": 1.0, "grad_bytes_fp32": 2000000,
+     "grad_ready_ms_bytes": [[0.1, 1200000], [0.5, 400000], [0.9, 400000]]}]})";
+  return path;
+}
+
+Options toy_options(const std::string& workload, uint64_t seed) {
+  Options o = small_fabric(seed);
+  o.workload = workload;
+  o.models = {"toy"};
+  o.scale = 1;
+  o.bucket_mib = 0.3;  // first bucket 1 MiB: gradient 0 alone; then 0.3 MiB: gradients 1 and 2 each
+  o.iterations = 3;
+  return o;
+}
+
+// The iteration structure of every worker's bucket log, for any scheme:
+// readiness from the hand-computed offsets, each bucket started when it is
+// ready and the one before it is done, the next forward after backward and
+// the last bucket.
+void check_timeline(const RunResult& r, const Options& o, const std::vector<uint64_t>& ready_offsets_ns,
+                    const std::vector<uint64_t>& elems, uint64_t fwd_ns, uint64_t bwd_ns) {
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<BucketRecord>> by_worker;
+  for (const BucketRecord& b : r.buckets) by_worker[{b.job, b.rank}].push_back(b);
+  REQUIRE(by_worker.size() == o.jobs * o.workers_per_job);
+  const size_t nb = ready_offsets_ns.size();
+  for (const auto& [who, log] : by_worker) {
+    INFO("job " << who.first << " rank " << who.second);
+    REQUIRE(log.size() == o.iterations * nb);
+    for (size_t i = 0; i < log.size(); ++i) {
+      const BucketRecord& b = log[i];
+      INFO("iteration " << b.iteration << " bucket " << b.bucket);
+      CHECK(b.iteration == i / nb);
+      CHECK(b.bucket == i % nb);
+      CHECK(b.elems == elems[b.bucket]);
+      CHECK(b.ready_ns - b.backward_ns == ready_offsets_ns[b.bucket]);
+      CHECK(b.end_ns > b.start_ns);
+      if (b.bucket == 0) {
+        CHECK(b.start_ns == b.ready_ns);
+        if (i > 0) {
+          const BucketRecord& last = log[i - 1];
+          CHECK(b.backward_ns == std::max(last.end_ns, last.backward_ns + bwd_ns) + fwd_ns);
+        }
+      } else {
+        CHECK(b.start_ns == std::max(b.ready_ns, log[i - 1].end_ns));
+        CHECK(b.backward_ns == log[i - 1].backward_ns);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("DDP buckets of a measured workload, by hand", "[network]") {
+  panama::netsim::Workload w;
+  w.model = "hand";
+  w.bwd_ms = 5;
+  const double mib = 1024.0 * 1024;
+  w.ready = {{1.0, 0.5 * mib}, {2.0, 0.75 * mib}, {3.0, 10 * mib}, {4.0, 20 * mib}, {5.0, 5 * mib}};
+  w.grad_bytes = 36.25 * mib;
+  const uint64_t elems = static_cast<uint64_t>(w.grad_bytes / 4);  // 9502720
+  // First bucket up to 1 MiB: closes at gradient 1 (1.25 MiB); then 25 MiB:
+  // gradients 2 and 3 (30 MiB); the rest.
+  auto b = panama::netsim::make_buckets(w, elems, 1.0, mib, 25 * mib);
+  REQUIRE(b.size() == 3);
+  CHECK(b[0].ready_ns == 2000000);
+  CHECK(b[1].ready_ns == 4000000);
+  CHECK(b[2].ready_ns == 5000000);
+  CHECK(b[0].elem_begin == 0);
+  CHECK(b[0].elems == 327680);  // 1.25 MiB / 4
+  CHECK(b[1].elem_begin == 327680);
+  CHECK(b[1].elems == 7864320);  // 30 MiB / 4
+  CHECK(b[2].elem_begin == 8192000);
+  CHECK(b[2].elems == 1310720);  // 5 MiB / 4
+  // Scaled by 1/1000: times and caps shrink with the bytes, the same buckets.
+  auto s = panama::netsim::make_buckets(w, elems / 1000, 0.001, mib, 25 * mib);
+  REQUIRE(s.size() == 3);
+  CHECK(s[0].ready_ns == 2000);
+  CHECK(s[2].ready_ns == 5000);
+  CHECK(s[0].elems + s[1].elems + s[2].elems == elems / 1000);
+  // Cap 0: one bucket at the end of backward.
+  auto one = panama::netsim::make_buckets(w, elems, 1.0, mib, 0);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].ready_ns == 5000000);
+  CHECK(one[0].elems == elems);
+  // The bundled measurements load; every entry's gradients sum to its bytes.
+  const auto h100 = panama::netsim::load_workloads("h100");
+  CHECK(h100.rows.size() == 14);
+  const auto& bert = panama::netsim::find_workload(h100, "bert-large", "bf16");
+  CHECK(bert.bwd_ms > 80);
+  CHECK(bert.ready.size() == 394);
+  const auto buckets =
+      panama::netsim::make_buckets(bert, static_cast<uint64_t>(bert.grad_bytes / 4), 1.0, mib, 25 * mib);
+  CHECK(buckets.size() == 38);  // 1.34 GB in 25 MiB buckets (some larger: one tensor is 125 MB)
+  CHECK(buckets.back().ready_ns <= static_cast<uint64_t>(bert.bwd_ms * 1e6) + 1);
+}
+
+TEST_CASE("a measured workload: buckets overlap backward, exact, on the hand-computed timeline",
+          "[network]") {
+  const std::string dir = panama::test::temp_dir("netsim-workload");
+  Options o = toy_options(toy_workload(dir), panama::test::test_seed("netsim buckets"));
+  // 2,000,000 fp32 bytes = 500,000 elements: gradient 0 is 300,000 of them, 1 and 2 100,000 each.
+  const std::vector<uint64_t> ready = {100000, 500000, 900000};
+  const std::vector<uint64_t> elems = {300000, 100000, 100000};
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  check_timeline(r, o, ready, elems, 200000, 1000000);
+  CHECK(r.summary["jobs"][0]["buckets"] == 3);
+  CHECK(r.summary["jobs"][0]["compute_ms"].get<double>() == Approx(1.2));
+
+  // The same without overlap (one bucket after backward): every iteration
+  // is longer, by about the time the first buckets' allreduces hid.
+  Options no = o;
+  no.bucket_mib = 0;
+  const RunResult n = panama::netsim::run_simulation(no);
+  require_all_exact(no, n);
+  check_timeline(n, no, {1000000}, {500000}, 200000, 1000000);
+  const double with = r.summary["jobs"][0]["iteration_mean_ms"].get<double>();
+  const double without = n.summary["jobs"][0]["iteration_mean_ms"].get<double>();
+  INFO("iteration with buckets " << with << " ms, without " << without << " ms");
+  CHECK(with < without);
+  CHECK(with > 1.2);  // forward + backward at least
+
+  // The ring: the same buckets, in order, each a ring of its own.
+  Options ring = o;
+  ring.scheme = Scheme::kRing;
+  const RunResult g = panama::netsim::run_simulation(ring);
+  REQUIRE(g.summary["finished"].get<bool>());
+  check_timeline(g, ring, ready, elems, 200000, 1000000);
+  const uint64_t nw = ring.workers_per_job;
+  uint64_t per_iteration = 0;
+  for (uint64_t e : elems) per_iteration += 2 * (nw - 1) * ((e * 4 + nw - 1) / nw);
+  for (const auto& w : g.summary["jobs"][0]["workers"]) {
+    CHECK(w["ring_bytes_sent"].get<uint64_t>() == ring.iterations * per_iteration);
+    CHECK(w["ring_bytes_received"].get<uint64_t>() == ring.iterations * per_iteration);
+  }
+}
+
+TEST_CASE("measured workloads: bf16 jobs on the H100 timeline, exact; bad workload files are refused",
+          "[network]") {
+  using Catch::Matchers::Contains;
+  Options o = small_fabric(panama::test::test_seed("netsim h100"));
+  o.workload = "h100";
+  o.models = {"vgg16"};
+  o.dtype = "bf16";
+  o.scale = 0.0005;
+  o.iterations = 2;
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  CHECK(r.summary["jobs"][0]["buckets"].get<uint32_t>() >= 2);
+  CHECK(r.summary["options"]["precision"] == "bf16");
+
+  const std::string dir = panama::test::temp_dir("netsim-badworkload");
+  auto refused = [&](const std::string& body) {
+    const std::string path = dir + "/w.json";
+    std::ofstream(path) << body;
+    Options b = small_fabric(1);
+    b.workload = path;
+    b.models = {"m"};
+    try {
+      panama::netsim::validate(b);
+    } catch (const OptionError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(refused("{"), Contains("not JSON"));
+  CHECK_THAT(refused(R"({"results": [{"model": "m", "precision": "bf16", "fwd_ms": 1, "bwd_ms": 2,
+      "grad_bytes_fp32": 8, "grad_ready_ms_bytes": [[1, 4], [0.5, 4]]}]})"),
+             Contains("times must not decrease"));
+  CHECK_THAT(refused(R"({"results": [{"model": "m", "precision": "bf16", "fwd_ms": 1, "bwd_ms": 2,
+      "grad_bytes_fp32": 12, "grad_ready_ms_bytes": [[1, 4], [1.5, 4]]}]})"),
+             Contains("sum to 8 bytes, grad_bytes_fp32 says 12"));
+  CHECK_THAT(refused(R"({"results": [{"model": "m", "precision": "bf16", "bwd_ms": 2,
+      "grad_bytes_fp32": 8, "grad_ready_ms_bytes": [[1, 8]]}]})"),
+             Contains("results[0].fwd_ms: missing"));
+  CHECK_THAT(refused(R"({"results": [{"model": "m", "precision": "fp32", "fwd_ms": 1, "bwd_ms": 2,
+      "grad_bytes_fp32": 8, "grad_ready_ms_bytes": [[1, 8]]}]})"),
+             Contains("unknown model 'm' in bf16"));
+  CHECK_THAT(parse_error({"--workload", "/nonexistent.json"}), Contains("--workload: cannot open"));
+  CHECK_THAT(parse_error({"--bucket-mib", "10"}), Contains("--bucket-mib: only with a measured workload"));
+  CHECK_THAT(parse_error({"--workload", "h100", "--precision", "fp16"}),
+             Contains("--precision: fp32 or bf16"));
+  CHECK(parse_error({"--workload", "h100", "--models", "gpt2-xl,llama-1b,vit_b_16"}).empty());
 }

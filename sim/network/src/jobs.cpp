@@ -30,23 +30,34 @@ void Sim::plan_jobs() {
   }
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   size_t next = 0;
+  const WorkloadTable workloads = o_.jobs > 0 ? load_workloads(o_.workload) : WorkloadTable{};
+  const bool measured = o_.workload != "v100";
   for (uint32_t j = 0; j < o_.jobs; ++j) {
     Job job;
     job.id = static_cast<uint16_t>(j + 1);
-    const ModelSpec& m = find_model(o_.models[j % o_.models.size()]);
-    job.model = m.name;
-    const double bytes = m.gradient_mb * 1e6 * o_.scale;
+    const Workload& m = find_workload(workloads, o_.models[j % o_.models.size()], o_.precision);
+    job.model = m.model;
+    const double bytes = m.grad_bytes * o_.scale;
     job.elems = std::max<uint64_t>(1, static_cast<uint64_t>(bytes / 4));
     if (!cluster::parse_dtype(o_.dtype, job.dtype)) throw std::runtime_error("--dtype: " + o_.dtype);
     job.elem_bytes = wire::elem_bytes(static_cast<uint8_t>(job.dtype));
-    job.compute_ns = static_cast<uint64_t>(m.compute_ms * 1e6 * o_.scale);
+    job.forward_ns = static_cast<uint64_t>(m.fwd_ms * 1e6 * o_.scale);
+    job.backward_ns = static_cast<uint64_t>(m.bwd_ms * 1e6 * o_.scale);
+    job.compute_ns = job.forward_ns + job.backward_ns;
+    // DDP's buckets (the first one 1 MiB), or the whole gradient after the compute (v100 table).
+    job.buckets = make_buckets(m, job.elems, o_.scale, measured ? 1024.0 * 1024 : 0,
+                               measured ? o_.bucket_mib * 1024 * 1024 : 0);
     // Jobs do not start in lock step: up to one compute time apart.
     job.start_ns = jitter(rng_) * static_cast<double>(job.compute_ns);
     job.planned = o_.iterations;
     const uint64_t n = o_.workers_per_job;
-    job.ring_chunk = (job.elems * job.elem_bytes + n - 1) / n;
-    job.ring_total = 2 * (n - 1) * job.ring_chunk;
-    job.ring_seg = std::min<uint64_t>(job.ring_chunk, uint64_t{o_.ring_segment_kb} * 1024);
+    for (const Bucket& b : job.buckets) {
+      Job::RingGeometry g;
+      g.chunk = (b.elems * job.elem_bytes + n - 1) / n;
+      g.total = 2 * (n - 1) * g.chunk;
+      g.seg = std::min<uint64_t>(g.chunk, uint64_t{o_.ring_segment_kb} * 1024);
+      job.ring.push_back(g);
+    }
     for (uint32_t r = 0; r < o_.workers_per_job; ++r) {
       auto w = std::make_unique<Worker>();
       w->job = j;
@@ -250,8 +261,8 @@ void Sim::start_jobs() {
     for (uint32_t wi : job.workers) {
       Worker& w = *workers_[wi];
       w.finish_ns.clear();
-      ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.start_ns + job.compute_ns)),
-                               [this, wi]() { compute_done(wi); });
+      ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.start_ns)),
+                               [this, wi]() { start_iteration(wi); });
       if (o_.scheme == Scheme::kRing) {
         const Worker& next = *workers_[job.workers[(w.rank + 1) % job.workers.size()]];
         w.ring_tx = ns3::Socket::CreateSocket(hosts_[w.host].node, ns3::TcpSocketFactory::GetTypeId());
@@ -269,24 +280,103 @@ void Sim::start_jobs() {
   }
 }
 
-void Sim::compute_done(uint32_t wi) {
+// An iteration: forward, then backward; each bucket is allreduced once its
+// last gradient is ready and the bucket before it is done (DDP sends its
+// buckets in order); the next forward waits for backward and the last bucket.
+void Sim::start_iteration(uint32_t wi) {
+  const Job& job = jobs_[workers_[wi]->job];
+  if (job.forward_ns == 0) {
+    start_backward(wi);
+    return;
+  }
+  ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.forward_ns)),
+                           [this, wi]() { start_backward(wi); });
+}
+
+void Sim::start_backward(uint32_t wi) {
   Worker& w = *workers_[wi];
   const Job& job = jobs_[w.job];
+  w.backward_ns = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  w.bucket = 0;
+  if (o_.scheme != Scheme::kRing) {
+    // This iteration's gradient (every bucket a slice of it), checked once all are reduced.
+    if (job.elem_bytes == 4) {
+      cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
+    } else {
+      cluster::fill_tensor16(w.data16.data(), w.data16.size(), job.dtype, o_.seed, w.iteration, w.rank);
+    }
+  }
+  next_bucket(w);
+}
+
+void Sim::next_bucket(Worker& w) {
+  const Job& job = jobs_[w.job];
+  const uint32_t wi = job.workers[w.rank];
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  if (w.bucket == job.buckets.size()) {
+    // Every bucket reduced: the iteration ends with backward.
+    const uint64_t end = w.backward_ns + job.backward_ns;
+    if (end <= now) {
+      finish_iteration(w);
+    } else {
+      Worker* wp = &w;
+      w.bucket_event = ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(end - now)),
+                                                [this, wp]() { finish_iteration(*wp); });
+    }
+    return;
+  }
+  const uint64_t ready = w.backward_ns + job.buckets[w.bucket].ready_ns;
+  if (ready <= now) {
+    start_bucket(wi);
+  } else {
+    w.bucket_event = ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(ready - now)),
+                                              [this, wi]() { start_bucket(wi); });
+  }
+}
+
+void Sim::start_bucket(uint32_t wi) {
+  Worker& w = *workers_[wi];
+  const Job& job = jobs_[w.job];
+  const Bucket& b = job.buckets[w.bucket];
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  BucketRecord rec;
+  rec.job = job.id;
+  rec.rank = w.rank;
+  rec.iteration = w.iteration;
+  rec.bucket = w.bucket;
+  rec.elems = b.elems;
+  rec.backward_ns = w.backward_ns;
+  rec.ready_ns = w.backward_ns + b.ready_ns;
+  rec.start_ns = now;
+  w.bucket_log.push_back(rec);
   if (o_.scheme == Scheme::kRing) {
     w.ring_active = true;
     ring_fill(w);
     ring_check(w);
     return;
   }
-  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
   if (job.elem_bytes == 4) {
-    cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
-    w.op = w.core->start(w.data.data(), job.elems, now);
+    w.op = w.core->start(w.data.data() + b.elem_begin, b.elems, now);
   } else {
-    cluster::fill_tensor16(w.data16.data(), w.data16.size(), job.dtype, o_.seed, w.iteration, w.rank);
-    w.op = w.core->start(w.data16.data(), job.elems, job.dtype, now);
+    w.op = w.core->start(w.data16.data() + b.elem_begin, b.elems, job.dtype, now);
   }
   pump(w);
+}
+
+void Sim::bucket_done(Worker& w) {
+  const Job& job = jobs_[w.job];
+  if (o_.scheme != Scheme::kRing) {
+    if (w.core->status(w.op) == runtime::OpStatus::kFailed) {
+      throw std::runtime_error("job " + std::to_string(job.id) + " rank " + std::to_string(w.rank) +
+                               ": allreduce failed: " + w.core->op_error(w.op));
+    }
+    w.core->release(w.op);
+    w.op = 0;
+    w.timer.Cancel();
+  }
+  w.bucket_log.back().end_ns = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  ++w.bucket;
+  next_bucket(w);
 }
 
 void Sim::pump(Worker& w) {
@@ -304,7 +394,7 @@ void Sim::pump(Worker& w) {
     if (sent < 64) break;
   }
   if (w.op != 0 && w.core->status(w.op) != runtime::OpStatus::kPending) {
-    finish_iteration(w);
+    bucket_done(w);
     return;
   }
   const uint64_t t = w.core->next_timer_ns();
@@ -321,13 +411,6 @@ void Sim::finish_iteration(Worker& w) {
   Job& job = jobs_[w.job];
   const double now = static_cast<double>(ns3::Simulator::Now().GetNanoSeconds());
   if (o_.scheme != Scheme::kRing) {
-    if (w.core->status(w.op) == runtime::OpStatus::kFailed) {
-      throw std::runtime_error("job " + std::to_string(job.id) + " rank " + std::to_string(w.rank) +
-                               ": allreduce failed: " + w.core->op_error(w.op));
-    }
-    w.core->release(w.op);
-    w.op = 0;
-    w.timer.Cancel();
     if (o_.verify && job.elem_bytes == 2) {
       // Rounded once per engine level (docs/protocol.md section 7): the
       // reference rounds each leaf's partial sum, then the root's.
@@ -355,9 +438,7 @@ void Sim::finish_iteration(Worker& w) {
     }
   }
   if (w.iteration < job.planned) {
-    const uint32_t wi = job.workers[w.rank];
-    ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.compute_ns)),
-                             [this, wi]() { compute_done(wi); });
+    start_iteration(job.workers[w.rank]);
     return;
   }
   w.done = true;
@@ -378,13 +459,12 @@ void Sim::finish_iteration(Worker& w) {
 // arrived from the previous worker, so steps overlap segment by segment.
 void Sim::ring_fill(Worker& w) {
   if (!w.ring_active || !w.ring_tx) return;
-  const Job& job = jobs_[w.job];
-  const uint64_t base = uint64_t{w.iteration} * job.ring_total;
-  const uint64_t got = std::min(job.ring_total, w.ring_recv > base ? w.ring_recv - base : 0);
-  const uint64_t whole = got / job.ring_chunk;
-  const uint64_t part = got % job.ring_chunk;
-  const uint64_t allowed =
-      std::min(job.ring_total, job.ring_chunk * (1 + whole) + (part / job.ring_seg) * job.ring_seg);
+  const Job::RingGeometry& g = jobs_[w.job].ring[w.bucket];
+  const uint64_t base = w.ring_base;
+  const uint64_t got = std::min(g.total, w.ring_recv > base ? w.ring_recv - base : 0);
+  const uint64_t whole = got / g.chunk;
+  const uint64_t part = got % g.chunk;
+  const uint64_t allowed = std::min(g.total, g.chunk * (1 + whole) + (part / g.seg) * g.seg);
   while (w.ring_sent < base + allowed) {
     const uint32_t room = w.ring_tx->GetTxAvailable();
     if (room == 0) break;
@@ -396,11 +476,11 @@ void Sim::ring_fill(Worker& w) {
 
 void Sim::ring_check(Worker& w) {
   if (!w.ring_active) return;
-  const Job& job = jobs_[w.job];
-  const uint64_t end = uint64_t{w.iteration + 1} * job.ring_total;
+  const uint64_t end = w.ring_base + jobs_[w.job].ring[w.bucket].total;
   if (w.ring_sent >= end && w.ring_recv >= end) {
     w.ring_active = false;
-    finish_iteration(w);
+    w.ring_base = end;
+    bucket_done(w);
   }
 }
 

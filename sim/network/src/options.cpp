@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #ifndef PANAMA_NETSIM_DATA_DIR
 #define PANAMA_NETSIM_DATA_DIR "."
@@ -73,6 +74,140 @@ const ModelSpec& find_model(const std::string& name) {
   fail("--models: unknown model '" + name + "' (one of: " + names + ")");
 }
 
+std::string default_workload_path() {
+  return std::string(PANAMA_NETSIM_DATA_DIR) + "/gpu-workloads-h100.json";
+}
+
+WorkloadTable load_workloads(const std::string& which) {
+  WorkloadTable t;
+  t.source = which;
+  if (which == "v100") {
+    for (const ModelSpec& m : model_table()) {
+      Workload w;
+      w.model = m.name;
+      w.precision = "fp32";
+      w.setup = "V100-class, order of magnitude";
+      w.bwd_ms = m.compute_ms;
+      w.grad_bytes = m.gradient_mb * 1e6;
+      w.ready.push_back({m.compute_ms, w.grad_bytes});
+      t.rows.push_back(w);
+    }
+    return t;
+  }
+  const std::string path = which == "h100" ? default_workload_path() : which;
+  std::ifstream in(path);
+  if (!in)
+    fail("--workload: cannot open '" + path + "' (v100, h100 or a file in the format of " +
+         default_workload_path() + ")");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("results") || !j["results"].is_array())
+    fail(path + ": expected an object with a \"results\" array");
+  for (size_t i = 0; i < j["results"].size(); ++i) {
+    const nlohmann::json& r = j["results"][i];
+    const std::string at = path + ": results[" + std::to_string(i) + "]";
+    auto num = [&](const char* key) {
+      if (!r.contains(key) || !r[key].is_number()) fail(at + "." + key + ": missing or not a number");
+      const double v = r[key].get<double>();
+      if (!(v >= 0) || !std::isfinite(v)) fail(at + "." + key + ": must be a finite number >= 0");
+      return v;
+    };
+    auto str = [&](const char* key) {
+      if (!r.contains(key) || !r[key].is_string()) fail(at + "." + key + ": missing or not a string");
+      return r[key].get<std::string>();
+    };
+    Workload w;
+    w.model = str("model");
+    w.precision = str("precision");
+    w.setup = r.contains("setup") && r["setup"].is_string() ? r["setup"].get<std::string>() : "";
+    w.fwd_ms = num("fwd_ms");
+    w.bwd_ms = num("bwd_ms");
+    w.grad_bytes = num("grad_bytes_fp32");
+    if (!(w.grad_bytes >= 4)) fail(at + ".grad_bytes_fp32: at least one fp32 element");
+    if (!r.contains("grad_ready_ms_bytes") || !r["grad_ready_ms_bytes"].is_array() ||
+        r["grad_ready_ms_bytes"].empty())
+      fail(at + ".grad_ready_ms_bytes: missing or empty (pairs [ms after backward started, fp32 bytes])");
+    double sum = 0, last = 0;
+    for (size_t k = 0; k < r["grad_ready_ms_bytes"].size(); ++k) {
+      const nlohmann::json& e = r["grad_ready_ms_bytes"][k];
+      const std::string ek = at + ".grad_ready_ms_bytes[" + std::to_string(k) + "]";
+      if (!e.is_array() || e.size() != 2 || !e[0].is_number() || !e[1].is_number())
+        fail(ek + ": expected [ms, bytes]");
+      GradReady g{e[0].get<double>(), e[1].get<double>()};
+      if (!(g.ms >= last) || !std::isfinite(g.ms)) fail(ek + ": times must not decrease");
+      if (g.ms > w.bwd_ms * 1.001 + 1e-3)
+        fail(ek + ": ready after backward ended (bwd_ms " + std::to_string(w.bwd_ms) + ")");
+      if (!(g.bytes > 0) || !std::isfinite(g.bytes)) fail(ek + ": bytes must be positive");
+      last = g.ms;
+      sum += g.bytes;
+      w.ready.push_back(g);
+    }
+    if (std::fabs(sum - w.grad_bytes) > 0.5)
+      fail(at + ": grad_ready_ms_bytes sum to " + std::to_string(static_cast<uint64_t>(sum)) +
+           " bytes, grad_bytes_fp32 says " + std::to_string(static_cast<uint64_t>(w.grad_bytes)));
+    for (const Workload& o : t.rows) {
+      if (o.model == w.model && o.precision == w.precision)
+        fail(at + ": a second entry for " + w.model + " in " + w.precision);
+    }
+    t.rows.push_back(std::move(w));
+  }
+  if (t.rows.empty()) fail(path + ": no results");
+  return t;
+}
+
+const Workload& find_workload(const WorkloadTable& t, const std::string& model,
+                              const std::string& precision) {
+  std::string names;
+  for (const Workload& w : t.rows) {
+    if (w.model == model && (t.source == "v100" || w.precision == precision)) return w;
+    const std::string n = t.source == "v100" ? w.model : w.model + " (" + w.precision + ")";
+    names += (names.empty() ? "" : ", ") + n;
+  }
+  fail("--models: unknown model '" + model + "'" + (t.source == "v100" ? "" : " in " + precision) +
+       " in the workload " + t.source + " (one of: " + names + ")");
+}
+
+std::vector<Bucket> make_buckets(const Workload& w, uint64_t elems, double scale, double first_cap_bytes,
+                                 double cap_bytes) {
+  std::vector<Bucket> out;
+  const double total = w.grad_bytes;
+  auto ns = [&](double ms) { return static_cast<uint64_t>(std::llround(ms * scale * 1e6)); };
+  // Element boundary of a cumulative fp32 byte count (the model's elements,
+  // scaled to `elems`).
+  auto elem_at = [&](double cum_bytes) {
+    return std::min<uint64_t>(
+        elems, static_cast<uint64_t>(std::llround(cum_bytes / total * static_cast<double>(elems))));
+  };
+  if (cap_bytes <= 0) {
+    out.push_back({ns(w.bwd_ms), 0, elems});
+    return out;
+  }
+  double cum = 0, in_bucket = 0;
+  uint64_t begin = 0;
+  for (size_t i = 0; i < w.ready.size(); ++i) {
+    cum += w.ready[i].bytes;
+    in_bucket += w.ready[i].bytes * scale;
+    const double cap = out.empty() ? first_cap_bytes * scale : cap_bytes * scale;
+    const bool last = i + 1 == w.ready.size();
+    if (in_bucket >= cap || last) {
+      const uint64_t end = last ? elems : elem_at(cum);
+      if (end > begin) {
+        out.push_back({ns(w.ready[i].ms), begin, end - begin});
+        begin = end;
+        in_bucket = 0;
+      }
+    }
+  }
+  if (begin < elems) {  // rounding left elements over: the last bucket takes them
+    out.back().elems += elems - begin;
+  }
+  return out;
+}
+
 void validate(const Options& o) {
   auto positive = [](double v, const char* name) {
     if (!(v > 0) || !std::isfinite(v)) fail(std::string(name) + ": must be a positive number");
@@ -116,7 +251,14 @@ void validate(const Options& o) {
          " workers do not fit on " + std::to_string(o.hosts()) + " hosts (one worker per host)");
   if (o.workers_per_job > 128) fail("--workers-per-job: at most 128 (exact reference data)");
   if (o.jobs > 0 && o.models.empty()) fail("--models: at least one model");
-  for (const std::string& m : o.models) find_model(m);
+  if (o.precision != "fp32" && o.precision != "bf16")
+    fail("--precision: fp32 or bf16 (the measured training precision), not '" + o.precision + "'");
+  if (!(o.bucket_mib >= 0) || !std::isfinite(o.bucket_mib))
+    fail("--bucket-mib: must be >= 0 (0: one bucket)");
+  if (o.jobs > 0) {
+    const WorkloadTable t = load_workloads(o.workload);
+    for (const std::string& m : o.models) find_workload(t, m, o.precision);
+  }
   positive(o.scale, "--scale");
   if (o.scale > 1) fail("--scale: at most 1 (1 = full-size models)");
   if (o.jobs > 0 && o.iterations < 1) fail("--iterations: at least 1");
@@ -205,9 +347,23 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--workers-per-job", o.workers_per_job, "workers of each job (one per host)")
       ->capture_default_str();
   app.add_option("--models", models,
-                 "comma-separated models, job j trains model j mod count "
-                 "(resnet50, vgg16, bert-large; default resnet50)");
-  app.add_option("--scale", o.scale, "factor on gradient sizes and compute times")->capture_default_str();
+                 "comma-separated models, job j trains model j mod count (v100: resnet50, vgg16, "
+                 "bert-large; h100 also vit_b_16, gpt2-medium, gpt2-xl, llama-1b; default resnet50)");
+  CLI::Option* precision_opt =
+      app.add_option("--precision", o.precision,
+                     "measured workloads: the training precision whose timeline the jobs follow (fp32, bf16)")
+          ->capture_default_str();
+  CLI::Option* bucket_opt =
+      app.add_option(
+             "--bucket-mib", o.bucket_mib,
+             "measured workloads: DDP bucket cap in MiB (first bucket 1 MiB); 0: one bucket after backward")
+          ->capture_default_str();
+  app.add_option("--workload", o.workload,
+                 "v100 (built-in table: compute, then allreduce), h100 (bundled measurements: buckets "
+                 "overlapped with backward) or a file in their format")
+      ->capture_default_str();
+  app.add_option("--scale", o.scale, "factor on gradient sizes, compute times and bucket caps")
+      ->capture_default_str();
   app.add_option("--iterations", o.iterations, "training iterations per job")->capture_default_str();
   app.add_option("--ring-segment-kb", o.ring_segment_kb, "ring allreduce pipelining segment")
       ->capture_default_str();
@@ -251,6 +407,14 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
     std::stringstream ss(models);
     std::string m;
     while (std::getline(ss, m, ',')) o.models.push_back(m);
+  }
+  if (o.workload == "v100") {
+    for (CLI::Option* opt : {precision_opt, bucket_opt}) {
+      if (opt->count() > 0)
+        fail(opt->get_name() +
+             ": only with a measured workload (--workload h100 or a file); the v100 table "
+             "computes, then allreduces the whole gradient");
+    }
   }
   for (const std::string& f : flows) o.flows.push_back(parse_flow(f));
   if (o.scheme == Scheme::kSingleTree) o.trees = 1;

@@ -1,5 +1,5 @@
 // The outputs of a run: summary.json (docs/network-simulation.md, "Outputs"),
-// flows.csv and iterations.csv.
+// flows.csv, iterations.csv and buckets.csv.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -64,6 +64,9 @@ nlohmann::json options_json(const Options& o) {
           {"jobs", o.jobs},
           {"workers_per_job", o.workers_per_job},
           {"models", o.models},
+          {"workload", o.workload == "h100" ? default_workload_path() : o.workload},
+          {"precision", o.workload == "v100" ? nlohmann::json(nullptr) : nlohmann::json(o.precision)},
+          {"bucket_mib", o.workload == "v100" ? nlohmann::json(nullptr) : nlohmann::json(o.bucket_mib)},
           {"scale", o.scale},
           {"iterations", o.iterations},
           {"verify", o.verify},
@@ -89,6 +92,8 @@ RunResult Sim::report(double wall_s) {
   j["stop_reason"] = finished_ ? "all jobs and measured flows done" : "--max-time-ms reached";
   j["background"] = report_background(r.flows);
   j["jobs"] = report_jobs(r.iterations);
+  for (const auto& w : workers_)
+    r.buckets.insert(r.buckets.end(), w->bucket_log.begin(), w->bucket_log.end());
   report_fabric(j, sim_ns);
   report_pswitches(j);
   j["unknown_panama_frames"] = unknown_panama_frames_;
@@ -142,6 +147,9 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     jj["model"] = job.model;
     jj["gradient_bytes"] = job.elems * job.elem_bytes;
     jj["compute_ms"] = static_cast<double>(job.compute_ns) / 1e6;
+    jj["forward_ms"] = static_cast<double>(job.forward_ns) / 1e6;
+    jj["backward_ms"] = static_cast<double>(job.backward_ns) / 1e6;
+    jj["buckets"] = job.buckets.size();
     jj["start_ms"] = job.start_ns / 1e6;
     uint32_t its = o_.iterations;
     for (uint32_t wi : job.workers)
@@ -379,6 +387,16 @@ void write_outputs(const Options& o, const RunResult& r) {
       }
     }
     if (!f) throw std::runtime_error("cannot write " + o.out_dir + "/iterations.csv");
+  }
+  {
+    std::ofstream f(o.out_dir + "/buckets.csv");
+    f << "job,rank,iteration,bucket,elems,backward_ms,ready_ms,start_ms,end_ms\n";
+    for (const BucketRecord& b : r.buckets) {
+      f << b.job << ',' << b.rank << ',' << b.iteration << ',' << b.bucket << ',' << b.elems << ','
+        << b.backward_ns / 1e6 << ',' << b.ready_ns / 1e6 << ',' << b.start_ns / 1e6 << ',' << b.end_ns / 1e6
+        << "\n";
+    }
+    if (!f) throw std::runtime_error("cannot write " + o.out_dir + "/buckets.csv");
   }
 }
 

@@ -206,6 +206,12 @@ struct Worker {
   uint64_t timer_at = UINT64_MAX;
   bool done = false;
   std::vector<double> finish_ns;  // per iteration
+  // the iteration's buckets
+  uint32_t bucket = 0;        // the bucket being (or next to be) allreduced
+  uint64_t backward_ns = 0;   // when this iteration's backward started
+  uint64_t ring_base = 0;     // ring bytes (each way) of the buckets before this one, all iterations
+  ns3::EventId bucket_event;  // the next bucket's ready time, or the end of backward
+  std::vector<BucketRecord> bucket_log;
   // ring
   Ptr<ns3::Socket> ring_tx;
   bool ring_active = false;
@@ -224,7 +230,9 @@ struct Job {
   wire::ElemType dtype = wire::ElemType::kFloat32;
   uint32_t elem_bytes = 4;
   std::vector<uint32_t> leaf_of_rank;  // 16-bit checks: the PSwitch each rank's host hangs off
-  uint64_t compute_ns = 0;
+  uint64_t compute_ns = 0;             // forward + backward
+  uint64_t forward_ns = 0, backward_ns = 0;
+  std::vector<Bucket> buckets;  // of every iteration, in sending order
   double start_ns = 0;
   std::vector<uint32_t> workers;  // indices into Sim::workers_, rank order
   uint32_t workers_done = 0;
@@ -233,8 +241,11 @@ struct Job {
   // iteration, so that all workers stop after the same one.
   uint32_t planned = 0;
   uint32_t decided_through = 0;  // iterations whose successor has been decided
-  // ring geometry (bytes)
-  uint64_t ring_chunk = 0, ring_total = 0, ring_seg = 0;
+  // ring geometry per bucket (bytes)
+  struct RingGeometry {
+    uint64_t chunk = 0, total = 0, seg = 0;
+  };
+  std::vector<RingGeometry> ring;
   std::map<uint32_t, std::pair<std::vector<float>, uint32_t>>
       reference;  // iteration -> (sum, checks left), fp32
   std::vector<controller::TreeInfo> trees;
@@ -309,7 +320,11 @@ class Sim {
   void accelerator_done(uint32_t sw, uint32_t in_port, const std::vector<uint8_t>& frame);
 
   void start_jobs();
-  void compute_done(uint32_t w);
+  void start_iteration(uint32_t w);  // forward
+  void start_backward(uint32_t w);
+  void next_bucket(Worker& w);  // allreduce the next bucket once it is ready
+  void start_bucket(uint32_t w);
+  void bucket_done(Worker& w);
   void pump(Worker& w);
   void finish_iteration(Worker& w);
   void ring_fill(Worker& w);

@@ -46,6 +46,47 @@ struct ModelSpec {
 const std::vector<ModelSpec>& model_table();
 const ModelSpec& find_model(const std::string& name);  // throws OptionError listing the names
 
+// A measured workload: one model at one training precision on one GPU, its
+// forward and backward times and when each parameter's gradient is ready
+// during backward (sim/network/data/README.md). The V100-class table
+// becomes such a workload with no forward, a backward of the whole compute
+// time and one gradient ready at its end (compute, then allreduce).
+struct GradReady {
+  double ms = 0;     // after backward started
+  double bytes = 0;  // of the fp32 gradient
+};
+struct Workload {
+  std::string model, precision, setup;
+  double fwd_ms = 0, bwd_ms = 0;
+  double grad_bytes = 0;         // fp32, all parameters
+  std::vector<GradReady> ready;  // in order of readiness, summing to grad_bytes
+};
+struct WorkloadTable {
+  std::string source;  // "v100" or the file's path
+  std::vector<Workload> rows;
+};
+// "v100": the built-in table; "h100": the bundled measurements; else a file
+// in the measurements' format. Throws OptionError naming file and field.
+WorkloadTable load_workloads(const std::string& which);
+const Workload& find_workload(const WorkloadTable& t, const std::string& model,
+                              const std::string& precision);  // throws OptionError listing what there is
+std::string default_workload_path();                          // the bundled H100 measurements
+
+// A DDP gradient bucket of one iteration: filled in order of readiness, sent
+// (allreduced) once its last gradient is ready and the bucket before it is
+// done. Times are offsets from the start of backward, scaled.
+struct Bucket {
+  uint64_t ready_ns = 0;
+  uint64_t elem_begin = 0, elems = 0;
+};
+// Buckets of `elems` elements from a workload: the first holds up to
+// first_cap_bytes of fp32 gradient, the others up to cap_bytes (a bucket
+// closes at the gradient that reaches its cap, as DDP's do); cap_bytes 0:
+// one bucket, ready at the end of backward (no overlap). Times and bytes
+// are multiplied by `scale`; every bucket has at least one element.
+std::vector<Bucket> make_buckets(const Workload& w, uint64_t elems, double scale, double first_cap_bytes,
+                                 double cap_bytes);
+
 // A background flow given explicitly (tests, --flow): host indices, bytes, start time.
 struct ManualFlow {
   uint32_t src = 0, dst = 0;
@@ -93,7 +134,16 @@ struct Options {
   uint32_t jobs = 2;
   uint32_t workers_per_job = 4;
   std::vector<std::string> models = {"resnet50"};  // job j trains models[j % size]
-  double scale = 0.005;  // gradient bytes and compute time are both multiplied by this
+  // Where the models' compute comes from: "v100" (the built-in table:
+  // compute, then one allreduce of the whole gradient), "h100" (the bundled
+  // measurements: forward, then backward with the gradients' measured ready
+  // times, DDP buckets allreduced as they fill, overlapped with the rest of
+  // backward; the next forward waits for the last bucket) or a file in the
+  // measurements' format.
+  std::string workload = "v100";
+  std::string precision = "bf16";  // measured workloads: the training precision's timeline (fp32 or bf16)
+  double bucket_mib = 25;  // measured workloads: DDP's bucket cap (its first bucket: 1 MiB); 0: one bucket
+  double scale = 0.005;    // gradient bytes, compute times and bucket caps are all multiplied by this
   uint32_t iterations = 3;
   bool verify = true;             // check every PANAMA allreduce bit for bit
   uint32_t ring_segment_kb = 64;  // ring pipelining granularity

@@ -32,11 +32,23 @@ struct FlowRecord {
   bool manual = false;    // given by --flow
 };
 
+// One gradient bucket's allreduce on one worker (every bucket of every iteration).
+struct BucketRecord {
+  uint32_t job = 0;  // the job's id
+  uint32_t rank = 0, iteration = 0, bucket = 0;
+  uint64_t elems = 0;
+  uint64_t backward_ns = 0;  // when this iteration's backward started
+  uint64_t ready_ns = 0;     // when the bucket's last gradient was ready
+  uint64_t start_ns = 0;     // when its allreduce started (ready, and the bucket before it done)
+  uint64_t end_ns = 0;       // when its allreduce completed on this worker
+};
+
 struct RunResult {
   nlohmann::json summary;  // everything, see docs/network-simulation.md ("Outputs")
   std::vector<FlowRecord> flows;
   // Per job, per iteration: [start_ms, end_ms] of the iteration over all workers.
   std::vector<std::vector<std::pair<double, double>>> iterations;
+  std::vector<BucketRecord> buckets;  // by job, rank, then time
 };
 
 // Runs one simulation. Throws OptionError for invalid options and
@@ -52,7 +64,7 @@ double ideal_fct_us(const Options& o, uint64_t bytes, bool same_rack);
 // a rack; leaf-spine 2; fat-tree 2 within a pod, 4 between pods).
 double ideal_fct_path_us(const Options& o, uint64_t bytes, uint32_t fabric_links);
 
-// Writes summary.json, flows.csv and iterations.csv into o.out_dir.
+// Writes summary.json, flows.csv, iterations.csv and buckets.csv into o.out_dir.
 void write_outputs(const Options& o, const RunResult& r);
 
 }  // namespace panama::netsim
