@@ -690,3 +690,114 @@ TEST_CASE("measured workloads: bf16 jobs on the H100 timeline, exact; bad worklo
              Contains("--precision: fp32 or bf16"));
   CHECK(parse_error({"--workload", "h100", "--models", "gpt2-xl,llama-1b,vit_b_16"}).empty());
 }
+
+// ------------------------------------------------------------ placement and the ring
+
+namespace {
+
+// Each job's workers' host indices, in rank order, from the summary.
+std::vector<std::vector<uint32_t>> hosts_of_jobs(const RunResult& r) {
+  std::vector<std::vector<uint32_t>> out;
+  for (const auto& job : r.summary["jobs"]) {
+    out.emplace_back();
+    for (const auto& w : job["workers"])
+      out.back().push_back(std::stoul(w["host"].get<std::string>().substr(1)));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("placement: spread, packed and random put the workers where they say; trees follow", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim placement"));
+  o.racks = 2;
+  o.hosts_per_rack = 4;  // hosts 0-3 in rack 0, 4-7 in rack 1
+  o.jobs = 2;
+  o.workers_per_job = 4;
+  o.iterations = 1;
+  o.placement = "spread";
+  const RunResult spread = panama::netsim::run_simulation(o);
+  require_all_exact(o, spread);
+  CHECK(hosts_of_jobs(spread) == std::vector<std::vector<uint32_t>>{{0, 4, 1, 5}, {2, 6, 3, 7}});
+  o.placement = "packed";
+  const RunResult packed = panama::netsim::run_simulation(o);
+  require_all_exact(o, packed);
+  CHECK(hosts_of_jobs(packed) == std::vector<std::vector<uint32_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  // A packed job lives in one rack: its leaf is its only engine and nothing crosses the spines.
+  CHECK(packed.summary["fabric"]["leaf_spine_bytes"].get<uint64_t>() == 0);
+  CHECK(spread.summary["fabric"]["leaf_spine_bytes"].get<uint64_t>() > 0);
+  o.placement = "random";
+  const RunResult a = panama::netsim::run_simulation(o);
+  require_all_exact(o, a);
+  std::vector<uint32_t> all;
+  for (const auto& j : hosts_of_jobs(a)) all.insert(all.end(), j.begin(), j.end());
+  std::sort(all.begin(), all.end());
+  CHECK(all == std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(hosts_of_jobs(panama::netsim::run_simulation(o)) == hosts_of_jobs(a));  // the seed decides
+  bool differs = false;
+  for (uint64_t k = 1; k <= 4 && !differs; ++k) {
+    Options b = o;
+    b.seed = o.seed + k;
+    differs = hosts_of_jobs(panama::netsim::run_simulation(b)) != hosts_of_jobs(a);
+  }
+  CHECK(differs);
+}
+
+TEST_CASE("the rack-aware ring crosses the fabric once per rack; each ring transport runs", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim rack ring"));
+  o.racks = 2;
+  o.hosts_per_rack = 4;
+  o.jobs = 1;
+  o.workers_per_job = 4;  // spread: ranks in racks 0, 1, 0, 1
+  o.iterations = 2;
+  o.scheme = Scheme::kRing;
+  const RunResult flat = panama::netsim::run_simulation(o);
+  o.ring_order = "rack";
+  const RunResult rack = panama::netsim::run_simulation(o);
+  for (const RunResult* r : {&flat, &rack}) {
+    REQUIRE(r->summary["finished"].get<bool>());
+    const auto& job = r->summary["jobs"][0];
+    const uint64_t n = o.workers_per_job;
+    const uint64_t chunk = (job["gradient_bytes"].get<uint64_t>() + n - 1) / n;
+    for (const auto& w : job["workers"])
+      CHECK(w["ring_bytes_sent"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+  }
+  // The flat ring's 4 hops all cross the spines, the rack-aware ring's 2
+  // (0 -> 2 -> 1 -> 3 -> 0 in ranks: racks 0, 0, 1, 1): half the bytes there.
+  const double f = flat.summary["fabric"]["leaf_spine_bytes"].get<double>();
+  const double k = rack.summary["fabric"]["leaf_spine_bytes"].get<double>();
+  INFO("leaf-spine bytes: flat " << f << ", rack-aware " << k);
+  CHECK(k / f == Approx(0.5).margin(0.03));
+
+  // Every transport of the ring finishes with its bytes; without ECN the
+  // ring's packets are not ECN-capable, so a congested queue marks none.
+  o.workers_per_job = 8;
+  o.jobs = 1;
+  o.ring_order = "flat";
+  o.ecn_k_kb = 8;
+  o.fabric_gbps = 2.5;  // the spines are the bottleneck
+  for (const char* cc : {"dctcp", "cubic", "newreno"}) {
+    for (bool ecn : {true, false}) {
+      if (std::string(cc) == "dctcp" && !ecn) continue;
+      Options t = o;
+      t.ring_tcp = cc;
+      t.ring_ecn = ecn;
+      INFO("ring over " << cc << (ecn ? " with ECN" : " without ECN"));
+      const RunResult r = panama::netsim::run_simulation(t);
+      REQUIRE(r.summary["finished"].get<bool>());
+      CHECK(r.summary["jobs"][0]["iterations_done"].get<uint32_t>() == t.iterations);
+      if (ecn) {
+        CHECK(r.summary["fabric"]["ce_marked"].get<uint64_t>() > 0);
+      } else {
+        CHECK(r.summary["fabric"]["ce_marked"].get<uint64_t>() == 0);
+      }
+    }
+  }
+  CHECK_THAT(parse_error({"--scheme", "ring", "--ring-tcp", "cubic", "--ring-ecn", "off"}),
+             Catch::Matchers::Equals(""));
+  CHECK_THAT(parse_error({"--scheme", "ring", "--ring-ecn", "off"}),
+             Catch::Matchers::Contains("DCTCP needs ECN"));
+  CHECK_THAT(parse_error({"--ring-order", "rack"}), Catch::Matchers::Contains("only with --scheme ring"));
+  CHECK_THAT(parse_error({"--placement", "clustered"}),
+             Catch::Matchers::Contains("spread, packed or random"));
+}

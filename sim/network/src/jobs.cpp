@@ -6,10 +6,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 
 #include "ns3/inet-socket-address.h"
 #include "ns3/ipv4-route.h"
+#include "ns3/tcp-congestion-ops.h"
+#include "ns3/tcp-cubic.h"
+#include "ns3/tcp-dctcp.h"
+#include "ns3/tcp-l4-protocol.h"
+#include "ns3/tcp-socket-base.h"
 #include "ns3/tcp-socket-factory.h"
 
 #include "panama/cluster/test_data.hpp"
@@ -22,11 +28,24 @@ namespace panama::netsim::detail {
 // ------------------------------------------------------------------ jobs and PSwitches
 
 void Sim::plan_jobs() {
-  // Hosts in rack-interleaved order: job j takes the next workers_per_job of
-  // them, so each job spreads over as many racks as it has workers (up to all).
+  // Hosts in placement order; job j takes the next workers_per_job of them.
+  // spread: rack-interleaved, so each job spans as many racks as it has
+  // workers (up to all); packed: host order, a job fills a rack first;
+  // random: a seeded permutation (its own generator, so the other random
+  // draws stay those of the seed).
   std::vector<uint32_t> order;
-  for (uint32_t slot = 0; slot < o_.rack_size(); ++slot) {
-    for (uint32_t r = 0; r < o_.num_racks(); ++r) order.push_back(r * o_.rack_size() + slot);
+  if (o_.placement == "spread") {
+    for (uint32_t slot = 0; slot < o_.rack_size(); ++slot) {
+      for (uint32_t r = 0; r < o_.num_racks(); ++r) order.push_back(r * o_.rack_size() + slot);
+    }
+  } else {
+    for (uint32_t h = 0; h < o_.hosts(); ++h) order.push_back(h);
+    if (o_.placement == "random") {
+      std::mt19937_64 g(o_.seed * 0x9E3779B97F4A7C15ull + 0x5EED);
+      for (size_t i = order.size() - 1; i > 0; --i) {
+        std::swap(order[i], order[std::uniform_int_distribution<size_t>(0, i)(g)]);
+      }
+    }
   }
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   size_t next = 0;
@@ -67,6 +86,16 @@ void Sim::plan_jobs() {
       job.workers.push_back(static_cast<uint32_t>(workers_.size()));
       workers_.push_back(std::move(w));
     }
+    // The ring's successor of each rank: rank order, or ranks grouped by rack.
+    std::vector<uint32_t> ring(job.workers.size());
+    for (uint32_t r = 0; r < ring.size(); ++r) ring[r] = r;
+    if (o_.ring_order == "rack") {
+      std::stable_sort(ring.begin(), ring.end(), [&](uint32_t a, uint32_t b) {
+        return hosts_[workers_[job.workers[a]]->host].rack < hosts_[workers_[job.workers[b]]->host].rack;
+      });
+    }
+    job.ring_next.assign(ring.size(), 0);
+    for (size_t i = 0; i < ring.size(); ++i) job.ring_next[ring[i]] = ring[(i + 1) % ring.size()];
     jobs_.push_back(std::move(job));
   }
   if (o_.jobs == 0 || o_.scheme == Scheme::kRing) return;
@@ -264,8 +293,8 @@ void Sim::start_jobs() {
       ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.start_ns)),
                                [this, wi]() { start_iteration(wi); });
       if (o_.scheme == Scheme::kRing) {
-        const Worker& next = *workers_[job.workers[(w.rank + 1) % job.workers.size()]];
-        w.ring_tx = ns3::Socket::CreateSocket(hosts_[w.host].node, ns3::TcpSocketFactory::GetTypeId());
+        const Worker& next = *workers_[job.workers[job.ring_next[w.rank]]];
+        w.ring_tx = create_ring_socket(hosts_[w.host].node);
         w.ring_tx->Bind();
         w.ring_tx->SetConnectCallback(ns3::MakeCallback(&Sim::ring_connected, this),
                                       ns3::MakeCallback(&Sim::ring_failed, this));
@@ -482,6 +511,24 @@ void Sim::ring_check(Worker& w) {
     w.ring_base = end;
     bucket_done(w);
   }
+}
+
+// A socket of the ring's transport: its congestion control (created with it:
+// DCTCP's initialisation would leave its ECN mode behind on a socket that
+// changes algorithm), ECN and buffers; a listener's accepted sockets inherit them.
+Ptr<ns3::Socket> Sim::create_ring_socket(Ptr<ns3::Node> node) const {
+  Ptr<ns3::TcpL4Protocol> l4 = node->GetObject<ns3::TcpL4Protocol>();
+  if (!l4) throw std::logic_error("internal: a host without TCP");
+  const ns3::TypeId cc = o_.ring_tcp == "cubic"     ? ns3::TcpCubic::GetTypeId()
+                         : o_.ring_tcp == "newreno" ? ns3::TcpNewReno::GetTypeId()
+                                                    : ns3::TcpDctcp::GetTypeId();
+  Ptr<ns3::TcpSocketBase> tcp = ns3::DynamicCast<ns3::TcpSocketBase>(l4->CreateSocket(cc));
+  if (!tcp) throw std::logic_error("internal: a ring socket is not TCP");
+  if (o_.ring_tcp != "dctcp")
+    tcp->SetUseEcn(o_.ring_ecn ? ns3::TcpSocketState::On : ns3::TcpSocketState::Off);
+  tcp->SetAttribute("SndBufSize", ns3::UintegerValue(uint64_t{o_.ring_sockbuf_kb} * 1024));
+  tcp->SetAttribute("RcvBufSize", ns3::UintegerValue(uint64_t{o_.ring_sockbuf_kb} * 1024));
+  return tcp;
 }
 
 void Sim::ring_accept(Ptr<ns3::Socket> s, const ns3::Address&) {

@@ -263,6 +263,14 @@ void validate(const Options& o) {
   if (o.scale > 1) fail("--scale: at most 1 (1 = full-size models)");
   if (o.jobs > 0 && o.iterations < 1) fail("--iterations: at least 1");
   if (o.ring_segment_kb < 1) fail("--ring-segment-kb: at least 1");
+  if (o.placement != "spread" && o.placement != "packed" && o.placement != "random")
+    fail("--placement: spread, packed or random, not '" + o.placement + "'");
+  if (o.ring_order != "flat" && o.ring_order != "rack")
+    fail("--ring-order: flat or rack, not '" + o.ring_order + "'");
+  if (o.ring_tcp != "dctcp" && o.ring_tcp != "cubic" && o.ring_tcp != "newreno")
+    fail("--ring-tcp: dctcp, cubic or newreno, not '" + o.ring_tcp + "'");
+  if (o.ring_tcp == "dctcp" && !o.ring_ecn) fail("--ring-ecn off: DCTCP needs ECN (take cubic or newreno)");
+  if (o.ring_sockbuf_kb < 16) fail("--ring-sockbuf-kb: at least 16");
   if (!(o.load >= 0 && o.load < 1)) fail("--load: must be in [0, 1)");
   if (o.load > 0 && o.num_racks() < 2)
     fail("--load: background flows go between racks; needs at least 2 racks");
@@ -367,6 +375,18 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--iterations", o.iterations, "training iterations per job")->capture_default_str();
   app.add_option("--ring-segment-kb", o.ring_segment_kb, "ring allreduce pipelining segment")
       ->capture_default_str();
+  app.add_option("--placement", o.placement,
+                 "where a job's workers go: spread (one per rack first), packed (fill a rack first), random")
+      ->capture_default_str();
+  std::vector<CLI::Option*> ring_opts = {
+      app.add_option("--ring-order", o.ring_order, "ring: flat (rank order) or rack (ranks grouped by rack)")
+          ->capture_default_str(),
+      app.add_option("--ring-tcp", o.ring_tcp, "ring: congestion control dctcp, cubic or newreno")
+          ->capture_default_str(),
+      app.add_option("--ring-ecn", o.ring_ecn, "ring: negotiate ECN (on/off; DCTCP needs it)")
+          ->capture_default_str(),
+      app.add_option("--ring-sockbuf-kb", o.ring_sockbuf_kb, "ring: TCP send and receive buffer per socket")
+          ->capture_default_str()};
   app.add_flag("!--no-verify", o.verify, "skip the bit-exact check of PANAMA allreduce results");
   app.add_option("--load", o.load, "background load, fraction of host capacity [0, 1)")
       ->capture_default_str();
@@ -414,6 +434,11 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
         fail(opt->get_name() +
              ": only with a measured workload (--workload h100 or a file); the v100 table "
              "computes, then allreduces the whole gradient");
+    }
+  }
+  if (o.scheme != Scheme::kRing) {
+    for (CLI::Option* opt : ring_opts) {
+      if (opt->count() > 0) fail(opt->get_name() + ": only with --scheme ring");
     }
   }
   for (const std::string& f : flows) o.flows.push_back(parse_flow(f));

@@ -246,6 +246,7 @@ struct Job {
     uint64_t chunk = 0, total = 0, seg = 0;
   };
   std::vector<RingGeometry> ring;
+  std::vector<uint32_t> ring_next;  // per rank, the rank it sends its ring traffic to
   std::map<uint32_t, std::pair<std::vector<float>, uint32_t>>
       reference;  // iteration -> (sum, checks left), fp32
   std::vector<controller::TreeInfo> trees;
@@ -327,6 +328,7 @@ class Sim {
   void bucket_done(Worker& w);
   void pump(Worker& w);
   void finish_iteration(Worker& w);
+  Ptr<ns3::Socket> create_ring_socket(Ptr<ns3::Node> node) const;
   void ring_fill(Worker& w);
   void ring_check(Worker& w);
 

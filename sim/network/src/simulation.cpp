@@ -84,7 +84,7 @@ RunResult Sim::run() {
     h.flow_listener->SetAcceptCallback(ns3::MakeCallback(&Sim::accept_any, this),
                                        ns3::MakeCallback(&Sim::flow_accept, this));
     if (o_.scheme == Scheme::kRing && h.worker) {
-      h.ring_listener = ns3::Socket::CreateSocket(h.node, ns3::TcpSocketFactory::GetTypeId());
+      h.ring_listener = create_ring_socket(h.node);
       h.ring_listener->Bind(ns3::InetSocketAddress(Ipv4Address::GetAny(), kRingPort));
       h.ring_listener->Listen();
       h.ring_listener->SetAcceptCallback(ns3::MakeCallback(&Sim::accept_any, this),

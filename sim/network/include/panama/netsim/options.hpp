@@ -147,6 +147,22 @@ struct Options {
   uint32_t iterations = 3;
   bool verify = true;             // check every PANAMA allreduce bit for bit
   uint32_t ring_segment_kb = 64;  // ring pipelining granularity
+  // Where a job's workers go: "spread" (rack-interleaved: a job takes one
+  // host per rack before a second in any), "packed" (a job fills a rack
+  // before the next) or "random" (seeded from --seed). Ranks follow the
+  // placement; PANAMA's trees follow it (each leaf aggregates its rack's
+  // workers).
+  std::string placement = "spread";
+  // The ring's order: "flat" (rank order) or "rack" (ranks grouped by rack,
+  // so the ring crosses the fabric once per rack the job spans, as NCCL
+  // orders its rings by topology).
+  std::string ring_order = "flat";
+  // The ring's transport (background flows keep DCTCP with ECN): congestion
+  // control "dctcp", "cubic" or "newreno"; ECN negotiated or not; socket
+  // send and receive buffers.
+  std::string ring_tcp = "dctcp";
+  bool ring_ecn = true;
+  uint32_t ring_sockbuf_kb = 256;
   // ---- background traffic
   double load = 0.0;     // offered load of background flows, fraction of the hosts' capacity
   std::string cdf_path;  // flow-size CDF (empty: the bundled web-search distribution)
