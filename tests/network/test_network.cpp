@@ -14,7 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "ns3/tcp-dctcp.h"
+#include "ns3/tcp-socket-state.h"
 #include "panama/netsim/simulation.hpp"
+#include "panama/netsim/tcp_bounds.hpp"
 #include "support/temp_dir.hpp"
 #include "wire/seeded_rng.hpp"
 
@@ -800,4 +803,52 @@ TEST_CASE("the rack-aware ring crosses the fabric once per rack; each ring trans
   CHECK_THAT(parse_error({"--ring-order", "rack"}), Catch::Matchers::Contains("only with --scheme ring"));
   CHECK_THAT(parse_error({"--placement", "clustered"}),
              Catch::Matchers::Contains("spread, packed or random"));
+}
+
+// ------------------------------------------------------------ TCP that cannot stall
+
+TEST_CASE("DCTCP keeps at least two segments of threshold, as Linux does", "[network]") {
+  // ns-3's TcpDctcp returns cwnd x (1 - alpha/2) with alpha starting at 1:
+  // half a segment from a one-segment window (the stall's first half).
+  auto tcb = ns3::CreateObject<ns3::TcpSocketState>();
+  tcb->m_segmentSize = 1448;
+  tcb->m_cWnd = 1448;
+  auto upstream = ns3::CreateObject<ns3::TcpDctcp>();
+  CHECK(upstream->GetSsThresh(tcb, 1448) == 724);
+  auto bounded = ns3::CreateObject<panama::netsim::TcpDctcpLinux>();
+  CHECK(bounded->GetSsThresh(tcb, 1448) == 2 * 1448);
+  tcb->m_cWnd = 100 * 1448;
+  CHECK(bounded->GetSsThresh(tcb, 100 * 1448) == upstream->GetSsThresh(tcb, 100 * 1448));  // 50 segments
+  CHECK(bounded->Fork()->GetName() == "TcpDctcpLinux");
+}
+
+TEST_CASE("ring allreduces beside background traffic finish: no TCP connection stalls for good", "[stall]") {
+  // The reproducer: 32 hosts (4 racks of 8, 2 spines, 2.5 Gbit/s, 4 us
+  // links), 4 ring jobs of 8 workers, 30% web-search background. With ns-3's
+  // DCTCP (seed 2: a window of half a segment after a timeout and a CE
+  // mark) and PRR (seed 3: a window of 38 bytes at the end of a
+  // CE-triggered reduction) one ring connection stopped sending with its
+  // data in the socket and nothing in flight, and the run idled to the hard
+  // stop with a job unfinished. Every iteration of every job must finish.
+  for (uint64_t seed : {2, 3}) {
+    Options o;
+    o.racks = 4;
+    o.hosts_per_rack = 8;
+    o.spines = 2;
+    o.host_gbps = 2.5;
+    o.fabric_gbps = 2.5;
+    o.link_delay_us = 4;
+    o.jobs = 4;
+    o.workers_per_job = 8;
+    o.scheme = Scheme::kRing;
+    o.load = 0.3;
+    o.scale = 0.005;
+    o.iterations = 3;
+    o.max_time_ms = 1000;  // the runs take 280 and 500 ms of simulated time
+    o.seed = seed;
+    INFO("seed " << seed);
+    const RunResult r = panama::netsim::run_simulation(o);
+    CHECK(r.summary["finished"].get<bool>());
+    for (const auto& job : r.summary["jobs"]) CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
+  }
 }

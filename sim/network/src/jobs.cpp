@@ -13,7 +13,6 @@
 #include "ns3/ipv4-route.h"
 #include "ns3/tcp-congestion-ops.h"
 #include "ns3/tcp-cubic.h"
-#include "ns3/tcp-dctcp.h"
 #include "ns3/tcp-l4-protocol.h"
 #include "ns3/tcp-socket-base.h"
 #include "ns3/tcp-socket-factory.h"
@@ -21,6 +20,7 @@
 #include "panama/cluster/test_data.hpp"
 #include "panama/engine/apply_config.hpp"
 #include "panama/engine/register_access.hpp"
+#include "panama/netsim/tcp_bounds.hpp"
 #include "sim.hpp"
 
 namespace panama::netsim::detail {
@@ -521,7 +521,7 @@ Ptr<ns3::Socket> Sim::create_ring_socket(Ptr<ns3::Node> node) const {
   if (!l4) throw std::logic_error("internal: a host without TCP");
   const ns3::TypeId cc = o_.ring_tcp == "cubic"     ? ns3::TcpCubic::GetTypeId()
                          : o_.ring_tcp == "newreno" ? ns3::TcpNewReno::GetTypeId()
-                                                    : ns3::TcpDctcp::GetTypeId();
+                                                    : TcpDctcpLinux::GetTypeId();
   Ptr<ns3::TcpSocketBase> tcp = ns3::DynamicCast<ns3::TcpSocketBase>(l4->CreateSocket(cc));
   if (!tcp) throw std::logic_error("internal: a ring socket is not TCP");
   if (o_.ring_tcp != "dctcp")

@@ -11,9 +11,9 @@
 #include "ns3/inet-socket-address.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/string.h"
-#include "ns3/tcp-dctcp.h"
 #include "ns3/tcp-socket-factory.h"
 #include "ns3/uinteger.h"
+#include "panama/netsim/tcp_bounds.hpp"
 
 #include "sim.hpp"
 
@@ -64,7 +64,10 @@ RunResult Sim::run() {
   ns3::RngSeedManager::SetRun(1);
   // The binary-heap event queue is faster than ns-3's default map here.
   ns3::GlobalValue::Bind("SchedulerType", ns3::StringValue("ns3::HeapScheduler"));
-  ns3::Config::SetDefault("ns3::TcpL4Protocol::SocketType", ns3::TypeIdValue(ns3::TcpDctcp::GetTypeId()));
+  // DCTCP and PRR with Linux's lower bounds on the window (panama/netsim/tcp_bounds.hpp).
+  ns3::Config::SetDefault("ns3::TcpL4Protocol::SocketType", ns3::TypeIdValue(TcpDctcpLinux::GetTypeId()));
+  ns3::Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
+                          ns3::TypeIdValue(TcpPrrRecoveryLinux::GetTypeId()));
   ns3::Config::SetDefault("ns3::TcpSocket::SegmentSize", ns3::UintegerValue(kMss));
   ns3::Config::SetDefault("ns3::TcpSocket::DelAckCount", ns3::UintegerValue(1));
   ns3::Config::SetDefault("ns3::TcpSocket::SndBufSize", ns3::UintegerValue(256 << 10));
