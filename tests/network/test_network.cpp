@@ -852,3 +852,25 @@ TEST_CASE("ring allreduces beside background traffic finish: no TCP connection s
     for (const auto& job : r.summary["jobs"]) CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
   }
 }
+
+TEST_CASE("--min-short-flows keeps the jobs iterating until enough short flows started", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim short flows"));
+  o.iterations = 1;
+  o.load = 0.3;
+  const RunResult base = panama::netsim::run_simulation(o);
+  require_all_exact(o, base);
+  const uint64_t few = base.summary["background"]["short_flows_started"].get<uint64_t>();
+  o.min_short_flows = static_cast<uint32_t>(few + 40);
+  const RunResult more = panama::netsim::run_simulation(o);
+  REQUIRE(more.summary["finished"].get<bool>());
+  const auto& bg = more.summary["background"];
+  INFO("short flows started: " << few << " without the option, " << bg["short_flows_started"] << " with "
+                               << o.min_short_flows);
+  CHECK(bg["short_flows_started"].get<uint64_t>() >= o.min_short_flows);
+  CHECK(bg["fct_slowdown"]["small_lt_100KB"]["count"].get<uint64_t>() >= o.min_short_flows);
+  for (const auto& job : more.summary["jobs"]) {
+    CHECK(job["iterations_done"].get<uint32_t>() > 1);
+    CHECK(job["mismatches"].get<uint64_t>() == 0);
+  }
+  CHECK_THAT(parse_error({"--min-short-flows", "100"}), Catch::Matchers::Contains("needs background flows"));
+}

@@ -43,6 +43,7 @@ void Sim::start_flow(uint32_t src, uint32_t dst, uint64_t bytes, bool manual) {
   f->rec.manual = manual;
   f->rec.measured = manual || in_window();
   if (f->rec.measured) ++pending_measured_;
+  if (f->rec.measured && !manual && bytes < kShortFlowBytes) ++short_started_;
   ++flows_started_;
   f->tx = ns3::Socket::CreateSocket(hosts_[src].node, ns3::TcpSocketFactory::GetTypeId());
   f->tx->Bind();

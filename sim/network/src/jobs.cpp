@@ -465,6 +465,11 @@ void Sim::finish_iteration(Worker& w) {
     if (job.planned > w.iteration && o_.duration_ms > 0 && now >= o_.duration_ms * 1e6) {
       job.planned = w.iteration;
     }
+    // Too few short flows yet to measure: one more iteration (the window
+    // ends when the first job stops).
+    if (job.planned == w.iteration && o_.min_short_flows > 0 && short_started_ < o_.min_short_flows) {
+      ++job.planned;
+    }
   }
   if (w.iteration < job.planned) {
     start_iteration(job.workers[w.rank]);

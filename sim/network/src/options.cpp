@@ -275,6 +275,8 @@ void validate(const Options& o) {
   if (o.load > 0 && o.num_racks() < 2)
     fail("--load: background flows go between racks; needs at least 2 racks");
   if (!(o.duration_ms >= 0) || !std::isfinite(o.duration_ms)) fail("--duration-ms: must be >= 0");
+  if (o.min_short_flows > 0 && (o.load == 0 || o.duration_ms > 0 || o.jobs == 0))
+    fail("--min-short-flows: needs background flows (--load), jobs and the jobs' window (--duration-ms 0)");
   if (o.jobs == 0 && o.load > 0 && o.duration_ms == 0)
     fail("--duration-ms: background flows without jobs need a measurement window (> 0)");
   positive(o.max_time_ms, "--max-time-ms");
@@ -394,6 +396,10 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--duration-ms", o.duration_ms,
                  "measurement window: background arrivals, and no job iteration starts after it "
                  "(0: until the first job completes --iterations)")
+      ->capture_default_str();
+  app.add_option("--min-short-flows", o.min_short_flows,
+                 "keep the window open and the jobs iterating until this many short (<100 KB) background "
+                 "flows have started in it (0: off)")
       ->capture_default_str();
   app.add_option("--flow", flows, "an extra flow <src>:<dst>:<bytes>[@<start us>] (host indices)");
   app.add_option("--seed", o.seed, "random seed (traffic, placement jitter, data)")->capture_default_str();

@@ -128,10 +128,11 @@ nlohmann::json Sim::report_background(std::vector<FlowRecord>& flows) const {
     const double sd = f->rec.fct_us / f->rec.ideal_us;
     (f->rec.manual ? manual : all).push_back(sd);
     if (f->rec.manual) continue;
-    (f->rec.bytes < 100000 ? small : f->rec.bytes <= 10000000 ? medium : large).push_back(sd);
+    (f->rec.bytes < kShortFlowBytes ? small : f->rec.bytes <= 10000000 ? medium : large).push_back(sd);
   }
   return {{"flows_started", flows_started_},
           {"flows_measured", measured},
+          {"short_flows_started", short_started_},
           {"measured_unfinished", unfinished},
           {"mean_size_bytes", cdf_.mean()},
           {"fct_slowdown",
@@ -156,7 +157,7 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     jj["backward_ms"] = static_cast<double>(job.backward_ns) / 1e6;
     jj["buckets"] = job.buckets.size();
     jj["start_ms"] = job.start_ns / 1e6;
-    uint32_t its = o_.iterations;
+    uint32_t its = UINT32_MAX;  // --iterations, fewer after --duration-ms, more with --min-short-flows
     for (uint32_t wi : job.workers)
       its = std::min<uint32_t>(its, static_cast<uint32_t>(workers_[wi]->finish_ns.size()));
     std::vector<std::pair<double, double>> iters;

@@ -63,6 +63,7 @@ constexpr uint16_t kFlowPort = 5000;                // background flows
 constexpr uint16_t kRingPort = 6000;                // ring allreduce
 constexpr uint32_t kMss = 1448;                     // TCP payload per segment (1500-byte MTU with timestamps)
 constexpr uint32_t kTcpDataOverhead = 20 + 32 + 2;  // IPv4 + TCP with timestamps + PPP
+constexpr uint64_t kShortFlowBytes = 100000;        // "short" background flows: under 100 KB
 constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;      // SYN / SYN-ACK with options + PPP
 
 class Sim;
@@ -379,6 +380,7 @@ class Sim {
   std::unordered_map<ns3::Socket*, uint32_t> worker_by_tx_socket_;
   uint32_t jobs_done_ = 0;
   double first_job_end_ns_ = -1;
+  uint64_t short_started_ = 0;  // short background flows started in the window
   uint64_t pending_measured_ = 0;
   uint64_t flows_started_ = 0, flows_finished_ = 0;
   uint64_t ring_connect_failures_ = 0;

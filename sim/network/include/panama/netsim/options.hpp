@@ -171,6 +171,11 @@ struct Options {
   // (required > 0 when there are background flows but no jobs).
   double duration_ms = 0;
   std::vector<ManualFlow> flows;  // explicit flows in addition to the Poisson ones
+  // With --duration-ms 0: the window also stays open (and the jobs keep
+  // iterating past --iterations) until at least this many short background
+  // flows (under 100 KB) have started in it, so that their p99 rests on
+  // enough samples. 0: off.
+  uint32_t min_short_flows = 0;
   // ---- run
   uint64_t seed = 1;
   double max_time_ms = 10000;   // hard stop (simulated time)
