@@ -874,3 +874,48 @@ TEST_CASE("--min-short-flows keeps the jobs iterating until enough short flows s
   }
   CHECK_THAT(parse_error({"--min-short-flows", "100"}), Catch::Matchers::Contains("needs background flows"));
 }
+
+TEST_CASE("the hierarchical baseline: rings in the racks, shards across them; its bytes by hand",
+          "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim hierarchical"));
+  o.racks = 2;
+  o.hosts_per_rack = 4;
+  o.jobs = 1;
+  o.workers_per_job = 8;  // c = 4 in each of k = 2 racks
+  o.iterations = 2;
+  o.scheme = Scheme::kHierarchical;
+  const RunResult h = panama::netsim::run_simulation(o);
+  REQUIRE(h.summary["finished"].get<bool>());
+  const auto& job = h.summary["jobs"][0];
+  CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
+  const uint64_t bytes = job["gradient_bytes"].get<uint64_t>(), c = 4, k = 2;
+  const uint64_t shard = (bytes + c - 1) / c;
+  // Reduce-scatter and all-gather in the rack, the shard's allreduce across.
+  const uint64_t per_iteration = 2 * (c - 1) * shard + 2 * (k - 1) * ((shard + k - 1) / k);
+  for (const auto& w : job["workers"]) {
+    CHECK(w["ring_bytes_sent"].get<uint64_t>() == o.iterations * per_iteration);
+    CHECK(w["ring_bytes_received"].get<uint64_t>() == o.iterations * per_iteration);
+  }
+  CHECK(job["bit_exact"].is_null());
+  // Only the shards cross the spines: 8 x 2(k-1) x B/8 = 2B per iteration,
+  // against 2 crossings x 2(n-1) x B/8 = 3.5B for the rack-aware ring.
+  Options r = o;
+  r.scheme = Scheme::kRing;
+  r.ring_order = "rack";
+  const RunResult ring = panama::netsim::run_simulation(r);
+  REQUIRE(ring.summary["finished"].get<bool>());
+  const double hb = h.summary["fabric"]["leaf_spine_bytes"].get<double>();
+  const double rb = ring.summary["fabric"]["leaf_spine_bytes"].get<double>();
+  INFO("leaf-spine bytes: hierarchical " << hb << ", rack-aware ring " << rb);
+  CHECK(hb / rb == Approx(2.0 / 3.5).margin(0.03));
+
+  // Unequal racks are refused with the reason.
+  Options u = o;
+  u.workers_per_job = 3;  // spread: 2 in rack 0, 1 in rack 1
+  try {
+    panama::netsim::run_simulation(u);
+    FAIL("a job with 2 and 1 workers per rack was run hierarchically");
+  } catch (const OptionError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains("as many in every rack"));
+  }
+}

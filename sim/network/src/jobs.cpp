@@ -69,14 +69,6 @@ void Sim::plan_jobs() {
     // Jobs do not start in lock step: up to one compute time apart.
     job.start_ns = jitter(rng_) * static_cast<double>(job.compute_ns);
     job.planned = o_.iterations;
-    const uint64_t n = o_.workers_per_job;
-    for (const Bucket& b : job.buckets) {
-      Job::RingGeometry g;
-      g.chunk = (b.elems * job.elem_bytes + n - 1) / n;
-      g.total = 2 * (n - 1) * g.chunk;
-      g.seg = std::min<uint64_t>(g.chunk, uint64_t{o_.ring_segment_kb} * 1024);
-      job.ring.push_back(g);
-    }
     for (uint32_t r = 0; r < o_.workers_per_job; ++r) {
       auto w = std::make_unique<Worker>();
       w->job = j;
@@ -94,11 +86,12 @@ void Sim::plan_jobs() {
         return hosts_[workers_[job.workers[a]]->host].rack < hosts_[workers_[job.workers[b]]->host].rack;
       });
     }
-    job.ring_next.assign(ring.size(), 0);
-    for (size_t i = 0; i < ring.size(); ++i) job.ring_next[ring[i]] = ring[(i + 1) % ring.size()];
+    job.ring_next[0].assign(ring.size(), 0);
+    for (size_t i = 0; i < ring.size(); ++i) job.ring_next[0][ring[i]] = ring[(i + 1) % ring.size()];
+    plan_host_reduction(job);
     jobs_.push_back(std::move(job));
   }
-  if (o_.jobs == 0 || o_.scheme == Scheme::kRing) return;
+  if (o_.jobs == 0 || host_reduces(o_.scheme)) return;
 
   // The controller computes trees, shares and plans for this fabric.
   controller::ClusterDesc c;
@@ -283,6 +276,63 @@ void HostFrameOut::end_frame(uint32_t len) {
   sim_->host_send(host_, buf_.data(), len);
 }
 
+// The rings of the host-reduction schemes and their phases per bucket.
+// ring: one ring over every worker (link 0), reduce-scatter and all-gather
+// as one phase of 2(N-1) chunks of 1/N. hierarchical (the racks' workers in
+// equal numbers c, k racks): reduce-scatter around each rack's ring (link 0,
+// c-1 chunks of 1/c), each worker's shard allreduced around the ring of the
+// workers with its index in the other racks (link 1, 2(k-1) chunks of
+// 1/(ck)), all-gather around the rack's ring (c-1 chunks of 1/c).
+void Sim::plan_host_reduction(Job& job) {
+  const uint64_t n = job.workers.size();
+  const uint64_t seg_max = uint64_t{o_.ring_segment_kb} * 1024;
+  auto phase = [&](uint32_t link, uint64_t chunk, uint64_t steps) {
+    return Job::RingPhase{link, chunk, steps * chunk, std::max<uint64_t>(1, std::min(chunk, seg_max))};
+  };
+  if (o_.scheme != Scheme::kHierarchical) {
+    for (const Bucket& b : job.buckets) {
+      const uint64_t chunk = (b.elems * job.elem_bytes + n - 1) / n;
+      job.ring.push_back({phase(0, chunk, 2 * (n - 1))});
+    }
+    return;
+  }
+  // The job's racks in order of their first rank, and each rack's ranks.
+  std::vector<std::vector<uint32_t>> racks;
+  std::map<uint32_t, size_t> rack_index;
+  for (uint32_t r = 0; r < n; ++r) {
+    const uint32_t rack = hosts_[workers_[job.workers[r]]->host].rack;
+    auto [it, fresh] = rack_index.emplace(rack, racks.size());
+    if (fresh) racks.emplace_back();
+    racks[it->second].push_back(r);
+  }
+  const uint64_t k = racks.size(), c = racks[0].size();
+  for (const auto& g : racks) {
+    if (g.size() != c) {
+      throw OptionError("--scheme hierarchical: job " + std::to_string(job.id) + " has " +
+                        std::to_string(racks[0].size()) + " workers in one rack and " +
+                        std::to_string(g.size()) +
+                        " in another; the hierarchical baseline needs as many in every rack it spans "
+                        "(--placement packed or spread, --workers-per-job a multiple of the racks it spans)");
+    }
+  }
+  job.ring_next[0].assign(n, 0);
+  job.ring_next[1].assign(n, 0);
+  for (size_t g = 0; g < k; ++g) {
+    for (size_t i = 0; i < c; ++i) {
+      job.ring_next[0][racks[g][i]] = racks[g][(i + 1) % c];
+      job.ring_next[1][racks[g][i]] = racks[(g + 1) % k][i];
+    }
+  }
+  for (const Bucket& b : job.buckets) {
+    const uint64_t shard = (b.elems * job.elem_bytes + c - 1) / c;
+    std::vector<Job::RingPhase> ph;
+    if (c > 1) ph.push_back(phase(0, shard, c - 1));
+    if (k > 1) ph.push_back(phase(1, (shard + k - 1) / k, 2 * (k - 1)));
+    if (c > 1) ph.push_back(phase(0, shard, c - 1));
+    job.ring.push_back(ph);
+  }
+}
+
 // ------------------------------------------------------------------ training
 
 void Sim::start_jobs() {
@@ -292,18 +342,24 @@ void Sim::start_jobs() {
       w.finish_ns.clear();
       ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(job.start_ns)),
                                [this, wi]() { start_iteration(wi); });
-      if (o_.scheme == Scheme::kRing) {
-        const Worker& next = *workers_[job.workers[job.ring_next[w.rank]]];
-        w.ring_tx = create_ring_socket(hosts_[w.host].node);
-        w.ring_tx->Bind();
-        w.ring_tx->SetConnectCallback(ns3::MakeCallback(&Sim::ring_connected, this),
-                                      ns3::MakeCallback(&Sim::ring_failed, this));
-        w.ring_tx->SetSendCallback(ns3::MakeCallback(&Sim::ring_fill_cb, this));
-        worker_by_tx_socket_[ns3::PeekPointer(w.ring_tx)] = wi;
-        // Connections open when the simulation starts (devices are initialised then).
-        const ns3::InetSocketAddress peer(Ipv4Address(hosts_[next.host].ip), kRingPort);
-        Ptr<ns3::Socket> s = w.ring_tx;
-        ns3::Simulator::Schedule(ns3::Seconds(0), [s, peer]() { s->Connect(peer); });
+      if (host_reduces(o_.scheme)) {
+        for (uint32_t l = 0; l < 2; ++l) {
+          bool used = false;
+          for (const Job::RingPhase& p : job.ring[0]) used = used || p.link == l;
+          if (!used) continue;
+          Worker& next = *workers_[job.workers[job.ring_next[l][w.rank]]];
+          next.links[l].prev_host = w.host;
+          Ptr<ns3::Socket> s = create_ring_socket(hosts_[w.host].node);
+          w.links[l].tx = s;
+          s->Bind();
+          s->SetConnectCallback(ns3::MakeCallback(&Sim::ring_connected, this),
+                                ns3::MakeCallback(&Sim::ring_failed, this));
+          s->SetSendCallback(ns3::MakeCallback(&Sim::ring_fill_cb, this));
+          worker_by_tx_socket_[ns3::PeekPointer(s)] = wi;
+          // Connections open when the simulation starts (devices are initialised then).
+          const ns3::InetSocketAddress peer(Ipv4Address(hosts_[next.host].ip), kRingPort);
+          ns3::Simulator::Schedule(ns3::Seconds(0), [s, peer]() { s->Connect(peer); });
+        }
       }
     }
   }
@@ -327,7 +383,7 @@ void Sim::start_backward(uint32_t wi) {
   const Job& job = jobs_[w.job];
   w.backward_ns = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
   w.bucket = 0;
-  if (o_.scheme != Scheme::kRing) {
+  if (!host_reduces(o_.scheme)) {
     // This iteration's gradient (every bucket a slice of it), checked once all are reduced.
     if (job.elem_bytes == 4) {
       cluster::fill_tensor(w.data.data(), w.data.size(), o_.seed, w.iteration, w.rank);
@@ -378,8 +434,9 @@ void Sim::start_bucket(uint32_t wi) {
   rec.ready_ns = w.backward_ns + b.ready_ns;
   rec.start_ns = now;
   w.bucket_log.push_back(rec);
-  if (o_.scheme == Scheme::kRing) {
+  if (host_reduces(o_.scheme)) {
     w.ring_active = true;
+    w.phase = 0;
     ring_fill(w);
     ring_check(w);
     return;
@@ -394,7 +451,7 @@ void Sim::start_bucket(uint32_t wi) {
 
 void Sim::bucket_done(Worker& w) {
   const Job& job = jobs_[w.job];
-  if (o_.scheme != Scheme::kRing) {
+  if (!host_reduces(o_.scheme)) {
     if (w.core->status(w.op) == runtime::OpStatus::kFailed) {
       throw std::runtime_error("job " + std::to_string(job.id) + " rank " + std::to_string(w.rank) +
                                ": allreduce failed: " + w.core->op_error(w.op));
@@ -439,7 +496,7 @@ void Sim::pump(Worker& w) {
 void Sim::finish_iteration(Worker& w) {
   Job& job = jobs_[w.job];
   const double now = static_cast<double>(ns3::Simulator::Now().GetNanoSeconds());
-  if (o_.scheme != Scheme::kRing) {
+  if (!host_reduces(o_.scheme)) {
     if (o_.verify && job.elem_bytes == 2) {
       // Rounded once per engine level (docs/protocol.md section 7): the
       // reference rounds each leaf's partial sum, then the root's.
@@ -492,29 +549,40 @@ void Sim::finish_iteration(Worker& w) {
 // each; a segment of step s may leave once the same segment of step s-1 has
 // arrived from the previous worker, so steps overlap segment by segment.
 void Sim::ring_fill(Worker& w) {
-  if (!w.ring_active || !w.ring_tx) return;
-  const Job::RingGeometry& g = jobs_[w.job].ring[w.bucket];
-  const uint64_t base = w.ring_base;
-  const uint64_t got = std::min(g.total, w.ring_recv > base ? w.ring_recv - base : 0);
-  const uint64_t whole = got / g.chunk;
-  const uint64_t part = got % g.chunk;
-  const uint64_t allowed = std::min(g.total, g.chunk * (1 + whole) + (part / g.seg) * g.seg);
-  while (w.ring_sent < base + allowed) {
-    const uint32_t room = w.ring_tx->GetTxAvailable();
+  if (!w.ring_active) return;
+  const Job::RingPhase& p = jobs_[w.job].ring[w.bucket][w.phase];
+  Worker::RingLink& l = w.links[p.link];
+  if (!l.tx) return;
+  const uint64_t base = l.base;
+  const uint64_t got = std::min(p.total, l.recv > base ? l.recv - base : 0);
+  const uint64_t whole = got / p.chunk;
+  const uint64_t part = got % p.chunk;
+  const uint64_t allowed = std::min(p.total, p.chunk * (1 + whole) + (part / p.seg) * p.seg);
+  while (l.sent < base + allowed) {
+    const uint32_t room = l.tx->GetTxAvailable();
     if (room == 0) break;
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({room, base + allowed - w.ring_sent, 65536}));
-    if (w.ring_tx->Send(ns3::Create<ns3::Packet>(n)) < 0) break;
-    w.ring_sent += n;
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({room, base + allowed - l.sent, 65536}));
+    if (l.tx->Send(ns3::Create<ns3::Packet>(n)) < 0) break;
+    l.sent += n;
   }
 }
 
+// The phase is done when this worker has sent and received all of it; the
+// bucket when its last phase is.
 void Sim::ring_check(Worker& w) {
-  if (!w.ring_active) return;
-  const uint64_t end = w.ring_base + jobs_[w.job].ring[w.bucket].total;
-  if (w.ring_sent >= end && w.ring_recv >= end) {
-    w.ring_active = false;
-    w.ring_base = end;
-    bucket_done(w);
+  while (w.ring_active) {
+    const std::vector<Job::RingPhase>& phases = jobs_[w.job].ring[w.bucket];
+    const Job::RingPhase& p = phases[w.phase];
+    Worker::RingLink& l = w.links[p.link];
+    const uint64_t end = l.base + p.total;
+    if (l.sent < end || l.recv < end) return;
+    l.base = end;
+    if (++w.phase == phases.size()) {
+      w.ring_active = false;
+      bucket_done(w);
+      return;
+    }
+    ring_fill(w);
   }
 }
 
@@ -536,22 +604,29 @@ Ptr<ns3::Socket> Sim::create_ring_socket(Ptr<ns3::Node> node) const {
   return tcp;
 }
 
-void Sim::ring_accept(Ptr<ns3::Socket> s, const ns3::Address&) {
+void Sim::ring_accept(Ptr<ns3::Socket> s, const ns3::Address& from) {
   ns3::Address local;
   s->GetSockName(local);
   const uint32_t host = host_of_ip(ns3::InetSocketAddress::ConvertFrom(local).GetIpv4().Get());
   Worker* w = hosts_[host].worker;
   if (w == nullptr) return;
-  uint32_t wi = jobs_[w->job].workers[w->rank];
-  worker_by_rx_socket_[ns3::PeekPointer(s)] = wi;
+  // Which of its rings: by the host the connection comes from.
+  const int peer_host = host_of_ip(ns3::InetSocketAddress::ConvertFrom(from).GetIpv4().Get());
+  if (peer_host < 0) return;
+  const uint32_t peer = static_cast<uint32_t>(peer_host);
+  uint32_t link = 0;
+  while (link < 2 && w->links[link].prev_host != peer) ++link;
+  if (link == 2) return;
+  worker_by_rx_socket_[ns3::PeekPointer(s)] = {jobs_[w->job].workers[w->rank], link};
   s->SetRecvCallback(ns3::MakeCallback(&Sim::ring_recv, this));
 }
 
 void Sim::ring_recv(Ptr<ns3::Socket> s) {
-  Worker& w = *workers_[worker_by_rx_socket_.at(ns3::PeekPointer(s))];
+  const auto [wi, link] = worker_by_rx_socket_.at(ns3::PeekPointer(s));
+  Worker& w = *workers_[wi];
   while (Ptr<ns3::Packet> p = s->Recv()) {
     if (p->GetSize() == 0) break;
-    w.ring_recv += p->GetSize();
+    w.links[link].recv += p->GetSize();
   }
   ring_fill(w);
   ring_check(w);

@@ -27,7 +27,9 @@ Scheme parse_scheme(const std::string& name) {
   if (name == "single-tree") return Scheme::kSingleTree;
   if (name == "fixed-window") return Scheme::kFixedWindow;
   if (name == "ring") return Scheme::kRing;
-  fail("--scheme: unknown scheme '" + name + "' (one of: panama, single-tree, fixed-window, ring)");
+  if (name == "hierarchical") return Scheme::kHierarchical;
+  fail("--scheme: unknown scheme '" + name +
+       "' (one of: panama, single-tree, fixed-window, ring, hierarchical)");
 }
 
 Topology parse_topology(const std::string& name) {
@@ -50,6 +52,8 @@ const char* scheme_name(Scheme s) {
       return "fixed-window";
     case Scheme::kRing:
       return "ring";
+    case Scheme::kHierarchical:
+      return "hierarchical";
   }
   return "?";
 }
@@ -350,7 +354,8 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--dtype", o.dtype,
                  "gradient element type of every job: fp32, bf16 or fp16 (16-bit jobs send half the bytes)")
       ->capture_default_str();
-  app.add_option("--scheme", scheme, "panama | single-tree | fixed-window | ring")->capture_default_str();
+  app.add_option("--scheme", scheme, "panama | single-tree | fixed-window | ring | hierarchical")
+      ->capture_default_str();
   app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
       ->capture_default_str();
   app.add_option("--jobs", o.jobs, "data-parallel training jobs")->capture_default_str();
@@ -442,9 +447,9 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
              "computes, then allreduces the whole gradient");
     }
   }
-  if (o.scheme != Scheme::kRing) {
+  if (!host_reduces(o.scheme)) {
     for (CLI::Option* opt : ring_opts) {
-      if (opt->count() > 0) fail(opt->get_name() + ": only with --scheme ring");
+      if (opt->count() > 0) fail(opt->get_name() + ": only with --scheme ring or hierarchical");
     }
   }
   for (const std::string& f : flows) o.flows.push_back(parse_flow(f));

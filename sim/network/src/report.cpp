@@ -185,7 +185,7 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     uint64_t mism = 0;
     for (uint32_t wi : job.workers) mism += workers_[wi]->mismatches;
     jj["bit_exact"] =
-        o_.scheme == Scheme::kRing ? nlohmann::json(nullptr) : nlohmann::json(mism == 0 && o_.verify);
+        host_reduces(o_.scheme) ? nlohmann::json(nullptr) : nlohmann::json(mism == 0 && o_.verify);
     jj["mismatches"] = mism;
     jj["trees"] = report_job_trees(job);
     jj["workers"] = report_job_workers(job);
@@ -225,8 +225,8 @@ nlohmann::json Sim::report_job_workers(const Job& job) const {
       wj["unexpected_results"] = st.unexpected_results;
       wj["malformed_results"] = st.malformed_results;
     } else {
-      wj["ring_bytes_sent"] = w.ring_sent;
-      wj["ring_bytes_received"] = w.ring_recv;
+      wj["ring_bytes_sent"] = w.links[0].sent + w.links[1].sent;
+      wj["ring_bytes_received"] = w.links[0].recv + w.links[1].recv;
     }
     ws.push_back(wj);
   }

@@ -210,13 +210,20 @@ struct Worker {
   // the iteration's buckets
   uint32_t bucket = 0;        // the bucket being (or next to be) allreduced
   uint64_t backward_ns = 0;   // when this iteration's backward started
-  uint64_t ring_base = 0;     // ring bytes (each way) of the buckets before this one, all iterations
   ns3::EventId bucket_event;  // the next bucket's ready time, or the end of backward
   std::vector<BucketRecord> bucket_log;
   // ring
-  Ptr<ns3::Socket> ring_tx;
+  // ring and hierarchical schemes: link 0 is the job's ring (hierarchical:
+  // the rack's ring), link 1 the ring across racks (hierarchical only)
+  struct RingLink {
+    Ptr<ns3::Socket> tx;
+    uint32_t prev_host = UINT32_MAX;  // the host whose ring traffic arrives on this link
+    uint64_t sent = 0, recv = 0;      // bytes each way, all buckets and iterations
+    uint64_t base = 0;                // bytes of the phases before the current one
+  };
+  RingLink links[2];
   bool ring_active = false;
-  uint64_t ring_sent = 0, ring_recv = 0;
+  uint32_t phase = 0;  // of the current bucket's phases
   // observations
   std::vector<uint32_t> max_in_flight;  // per tree
   std::vector<uint32_t> max_window;
@@ -242,12 +249,15 @@ struct Job {
   // iteration, so that all workers stop after the same one.
   uint32_t planned = 0;
   uint32_t decided_through = 0;  // iterations whose successor has been decided
-  // ring geometry per bucket (bytes)
-  struct RingGeometry {
+  // Ring phases of each bucket (bytes each way): the ring's reduce-scatter and
+  // all-gather as one phase; hierarchical: reduce-scatter in the rack, an
+  // allreduce of the worker's shard across racks, all-gather in the rack.
+  struct RingPhase {
+    uint32_t link = 0;
     uint64_t chunk = 0, total = 0, seg = 0;
   };
-  std::vector<RingGeometry> ring;
-  std::vector<uint32_t> ring_next;  // per rank, the rank it sends its ring traffic to
+  std::vector<std::vector<RingPhase>> ring;  // per bucket
+  std::vector<uint32_t> ring_next[2];        // per link and rank, the rank it sends to
   std::map<uint32_t, std::pair<std::vector<float>, uint32_t>>
       reference;  // iteration -> (sum, checks left), fp32
   std::vector<controller::TreeInfo> trees;
@@ -330,6 +340,7 @@ class Sim {
   void pump(Worker& w);
   void finish_iteration(Worker& w);
   Ptr<ns3::Socket> create_ring_socket(Ptr<ns3::Node> node) const;
+  void plan_host_reduction(Job& job);
   void ring_fill(Worker& w);
   void ring_check(Worker& w);
 
@@ -376,7 +387,7 @@ class Sim {
   std::vector<std::unique_ptr<BgFlow>> flows_;
   std::unordered_map<uint64_t, uint32_t> flow_by_src_;  // (ip << 16 | port) -> flow
   std::unordered_map<ns3::Socket*, uint32_t> flow_by_socket_;
-  std::unordered_map<ns3::Socket*, uint32_t> worker_by_rx_socket_;
+  std::unordered_map<ns3::Socket*, std::pair<uint32_t, uint32_t>> worker_by_rx_socket_;  // worker, link
   std::unordered_map<ns3::Socket*, uint32_t> worker_by_tx_socket_;
   uint32_t jobs_done_ = 0;
   double first_job_end_ns_ = -1;

@@ -86,7 +86,7 @@ RunResult Sim::run() {
     h.flow_listener->Listen();
     h.flow_listener->SetAcceptCallback(ns3::MakeCallback(&Sim::accept_any, this),
                                        ns3::MakeCallback(&Sim::flow_accept, this));
-    if (o_.scheme == Scheme::kRing && h.worker) {
+    if (host_reduces(o_.scheme) && h.worker) {
       h.ring_listener = create_ring_socket(h.node);
       h.ring_listener->Bind(ns3::InetSocketAddress(Ipv4Address::GetAny(), kRingPort));
       h.ring_listener->Listen();

@@ -19,11 +19,16 @@ class OptionError : public std::invalid_argument {
 
 // How the jobs' gradients are reduced.
 enum class Scheme {
-  kPanama,       // in-network aggregation over T trees, PANAMA congestion control
-  kSingleTree,   // in-network aggregation over one tree per job (no multi-tree load balancing)
-  kFixedWindow,  // in-network aggregation, window fixed at the engines' share (no congestion control)
-  kRing,         // host ring allreduce over DCTCP TCP, segmented and pipelined
+  kPanama,        // in-network aggregation over T trees, PANAMA congestion control
+  kSingleTree,    // in-network aggregation over one tree per job (no multi-tree load balancing)
+  kFixedWindow,   // in-network aggregation, window fixed at the engines' share (no congestion control)
+  kRing,          // host ring allreduce over DCTCP TCP, segmented and pipelined
+  kHierarchical,  // host rings: reduce-scatter in each rack, the shards allreduced across racks, all-gather
 };
+// Schemes whose hosts reduce (rings over TCP) rather than the network.
+inline bool host_reduces(Scheme s) {
+  return s == Scheme::kRing || s == Scheme::kHierarchical;
+}
 Scheme parse_scheme(const std::string& name);  // throws OptionError
 const char* scheme_name(Scheme s);
 
