@@ -919,3 +919,45 @@ TEST_CASE("the hierarchical baseline: rings in the racks, shards across them; it
     CHECK_THAT(std::string(e.what()), Catch::Matchers::Contains("as many in every rack"));
   }
 }
+
+TEST_CASE("a job mix from a file: models and worker counts per job, all exact", "[network]") {
+  using Catch::Matchers::Contains;
+  const std::string dir = panama::test::temp_dir("netsim-jobs");
+  const std::string path = dir + "/mix.json";
+  std::ofstream(path)
+      << R"({"jobs": [{"model": "resnet50", "workers": 2, "count": 2}, {"model": "vgg16", "workers": 4}]})";
+  const std::string seed = std::to_string(panama::test::test_seed("netsim jobs file"));
+  std::vector<const char*> args = {
+      "panama-netsim", "--racks", "2",     "--hosts-per-rack", "4", "--jobs-file",
+      path.c_str(),    "--scale", "0.001", "--iterations",     "2", "--seed",
+      seed.c_str()};
+  Options o;
+  int code = 0;
+  REQUIRE(panama::netsim::parse_command_line(static_cast<int>(args.size()), args.data(), o, code));
+  CHECK(o.jobs == 3);
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  std::vector<std::string> models;
+  std::vector<uint64_t> workers;
+  for (const auto& job : r.summary["jobs"]) {
+    models.push_back(job["model"]);
+    workers.push_back(job["workers"].size());
+  }
+  CHECK(models == std::vector<std::string>{"resnet50", "resnet50", "vgg16"});
+  CHECK(workers == std::vector<uint64_t>{2, 2, 4});
+
+  auto refused = [&](const std::string& body) {
+    std::ofstream(path) << body;
+    return parse_error({"--racks", "2", "--hosts-per-rack", "4", "--jobs-file", path.c_str()});
+  };
+  CHECK_THAT(refused(R"({"jobs": [{"model": "resnet50", "workers": 1}]})"),
+             Contains("jobs[0].workers: 2..128"));
+  CHECK_THAT(refused(R"({"jobs": [{"model": "resnet50", "workers": 4, "count": 3}]})"),
+             Contains("12 workers do not fit on 8 hosts"));
+  CHECK_THAT(refused(R"({"jobs": [{"model": "resnet50", "workers": 2, "gpus": 8}]})"),
+             Contains("unknown key 'gpus'"));
+  CHECK_THAT(refused(R"({"jobs": [{"model": "alexnet", "workers": 2}]})"),
+             Contains("unknown model 'alexnet'"));
+  CHECK_THAT(parse_error({"--jobs-file", path.c_str(), "--jobs", "2"}),
+             Contains("--jobs: not with --jobs-file"));
+}

@@ -69,7 +69,7 @@ void Sim::plan_jobs() {
     // Jobs do not start in lock step: up to one compute time apart.
     job.start_ns = jitter(rng_) * static_cast<double>(job.compute_ns);
     job.planned = o_.iterations;
-    for (uint32_t r = 0; r < o_.workers_per_job; ++r) {
+    for (uint32_t r = 0; r < o_.workers_of(j); ++r) {
       auto w = std::make_unique<Worker>();
       w->job = j;
       w->rank = r;
@@ -501,14 +501,15 @@ void Sim::finish_iteration(Worker& w) {
       // Rounded once per engine level (docs/protocol.md section 7): the
       // reference rounds each leaf's partial sum, then the root's.
       w.mismatches += cluster::check_tensor16(w.data16.data(), job.elems, job.dtype, o_.seed, w.iteration,
-                                              o_.workers_per_job, job.leaf_of_rank)
+                                              static_cast<uint32_t>(job.workers.size()), job.leaf_of_rank)
                           .mismatches;
     } else if (o_.verify) {
       auto& ref = job.reference[w.iteration];
       if (ref.first.empty()) {
         ref.first.resize(job.elems);
-        cluster::reference_sum(ref.first.data(), job.elems, o_.seed, w.iteration, o_.workers_per_job);
-        ref.second = o_.workers_per_job;
+        cluster::reference_sum(ref.first.data(), job.elems, o_.seed, w.iteration,
+                               static_cast<uint32_t>(job.workers.size()));
+        ref.second = static_cast<uint32_t>(job.workers.size());
       }
       w.mismatches += cluster::count_mismatches(w.data.data(), ref.first.data(), job.elems, nullptr);
       if (--ref.second == 0) job.reference.erase(w.iteration);

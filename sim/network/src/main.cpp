@@ -1,6 +1,7 @@
 // panama-netsim: one simulation run from the command line (docs/network-simulation.md).
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "panama/netsim/simulation.hpp"
 
@@ -21,9 +22,11 @@ int main(int argc, char** argv) {
       } else {
         std::snprintf(shape, sizeof shape, "%u racks x %u, %u spines", o.racks, o.hosts_per_rack, o.spines);
       }
-      std::fprintf(stderr,
-                   "[netsim] %u hosts (%s), scheme %s, %u jobs x %u workers, load %.2f, seed %llu%s\n",
-                   o.hosts(), shape, panama::netsim::scheme_name(o.scheme), o.jobs, o.workers_per_job, o.load,
+      const std::string jobs = o.job_workers.empty() ? std::to_string(o.jobs) + " jobs x " +
+                                                           std::to_string(o.workers_per_job) + " workers"
+                                                     : std::to_string(o.jobs) + " jobs from " + o.jobs_file;
+      std::fprintf(stderr, "[netsim] %u hosts (%s), scheme %s, %s, load %.2f, seed %llu%s\n", o.hosts(),
+                   shape, panama::netsim::scheme_name(o.scheme), jobs.c_str(), o.load,
                    static_cast<unsigned long long>(o.seed), o.lossless ? ", lossless (PFC)" : "");
     }
     const panama::netsim::RunResult r = panama::netsim::run_simulation(o);

@@ -212,6 +212,51 @@ std::vector<Bucket> make_buckets(const Workload& w, uint64_t elems, double scale
   return out;
 }
 
+void load_jobs_file(const std::string& path, Options& o) {
+  std::ifstream in(path);
+  if (!in) fail("--jobs-file: cannot open '" + path + "'");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("jobs") || !j["jobs"].is_array() || j["jobs"].empty())
+    fail(path + ": expected {\"jobs\": [{\"model\": ..., \"workers\": ..., \"count\": ...}, ...]}");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() != "jobs") fail(path + ": unknown key '" + it.key() + "' (only \"jobs\")");
+  }
+  o.models.clear();
+  o.job_workers.clear();
+  for (size_t i = 0; i < j["jobs"].size(); ++i) {
+    const nlohmann::json& e = j["jobs"][i];
+    const std::string at = path + ": jobs[" + std::to_string(i) + "]";
+    if (!e.is_object()) fail(at + ": expected an object");
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      if (it.key() != "model" && it.key() != "workers" && it.key() != "count")
+        fail(at + ": unknown key '" + it.key() + "' (model, workers, count)");
+    }
+    if (!e.contains("model") || !e["model"].is_string()) fail(at + ".model: missing or not a string");
+    if (!e.contains("workers") || !e["workers"].is_number_unsigned())
+      fail(at + ".workers: missing or not a whole number");
+    const uint64_t workers = e["workers"].get<uint64_t>();
+    if (workers < 2 || workers > 128) fail(at + ".workers: 2..128, not " + std::to_string(workers));
+    uint64_t count = 1;
+    if (e.contains("count")) {
+      if (!e["count"].is_number_unsigned() || e["count"].get<uint64_t>() < 1 ||
+          e["count"].get<uint64_t>() > 4096)
+        fail(at + ".count: 1..4096");
+      count = e["count"].get<uint64_t>();
+    }
+    for (uint64_t c = 0; c < count; ++c) {
+      o.models.push_back(e["model"].get<std::string>());
+      o.job_workers.push_back(static_cast<uint32_t>(workers));
+    }
+  }
+  o.jobs = static_cast<uint32_t>(o.models.size());
+  o.jobs_file = path;
+}
+
 void validate(const Options& o) {
   auto positive = [](double v, const char* name) {
     if (!(v > 0) || !std::isfinite(v)) fail(std::string(name) + ": must be a positive number");
@@ -249,11 +294,21 @@ void validate(const Options& o) {
   if (o.dtype != "fp32" && o.dtype != "bf16" && o.dtype != "fp16")
     fail("--dtype: fp32, bf16 or fp16, not '" + o.dtype + "'");
   if (o.trees < 1 || o.trees > 255) fail("--trees: 1..255");
-  if (o.jobs > 0 && o.workers_per_job < 2) fail("--workers-per-job: at least 2 workers");
-  if (uint64_t{o.jobs} * o.workers_per_job > o.hosts())
-    fail("--jobs x --workers-per-job: " + std::to_string(uint64_t{o.jobs} * o.workers_per_job) +
-         " workers do not fit on " + std::to_string(o.hosts()) + " hosts (one worker per host)");
-  if (o.workers_per_job > 128) fail("--workers-per-job: at most 128 (exact reference data)");
+  if (o.job_workers.empty()) {
+    if (o.jobs > 0 && o.workers_per_job < 2) fail("--workers-per-job: at least 2 workers");
+    if (uint64_t{o.jobs} * o.workers_per_job > o.hosts())
+      fail("--jobs x --workers-per-job: " + std::to_string(uint64_t{o.jobs} * o.workers_per_job) +
+           " workers do not fit on " + std::to_string(o.hosts()) + " hosts (one worker per host)");
+    if (o.workers_per_job > 128) fail("--workers-per-job: at most 128 (exact reference data)");
+  } else {
+    if (o.job_workers.size() != o.jobs || o.models.size() != o.jobs)
+      fail("--jobs-file: internal: one model and one worker count per job");
+    uint64_t total = 0;
+    for (uint32_t w : o.job_workers) total += w;
+    if (total > o.hosts())
+      fail("--jobs-file: " + std::to_string(total) + " workers do not fit on " + std::to_string(o.hosts()) +
+           " hosts (one worker per host)");
+  }
   if (o.jobs > 0 && o.models.empty()) fail("--models: at least one model");
   if (o.precision != "fp32" && o.precision != "bf16")
     fail("--precision: fp32 or bf16 (the measured training precision), not '" + o.precision + "'");
@@ -377,6 +432,10 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
                  "v100 (built-in table: compute, then allreduce), h100 (bundled measurements: buckets "
                  "overlapped with backward) or a file in their format")
       ->capture_default_str();
+  CLI::Option* jobs_file_opt =
+      app.add_option("--jobs-file", o.jobs_file,
+                     "a job mix, {\"jobs\": [{\"model\": M, \"workers\": W, \"count\": C}, ...]}; replaces "
+                     "--jobs, --workers-per-job and --models");
   app.add_option("--scale", o.scale, "factor on gradient sizes, compute times and bucket caps")
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "training iterations per job")->capture_default_str();
@@ -433,7 +492,13 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   for (CLI::Option* opt : pfc_opts) {
     if (opt->count() > 0 && !o.lossless) fail(opt->get_name() + ": only with --lossless");
   }
-  if (!models.empty()) {
+  if (jobs_file_opt->count() > 0) {
+    for (const char* name : {"--jobs", "--workers-per-job", "--models"}) {
+      if (app.get_option(name)->count() > 0)
+        fail(std::string(name) + ": not with --jobs-file (the file says it)");
+    }
+    load_jobs_file(o.jobs_file, o);
+  } else if (!models.empty()) {
     o.models.clear();
     std::stringstream ss(models);
     std::string m;

@@ -63,6 +63,8 @@ nlohmann::json options_json(const Options& o) {
           {"trees", o.scheme == Scheme::kSingleTree ? 1u : o.trees},
           {"jobs", o.jobs},
           {"workers_per_job", o.workers_per_job},
+          {"jobs_file", o.jobs_file},
+          {"job_workers", o.job_workers},
           {"models", o.models},
           {"workload", o.workload == "h100" ? default_workload_path() : o.workload},
           {"precision", o.workload == "v100" ? nlohmann::json(nullptr) : nlohmann::json(o.precision)},

@@ -139,6 +139,11 @@ struct Options {
   uint32_t jobs = 2;
   uint32_t workers_per_job = 4;
   std::vector<std::string> models = {"resnet50"};  // job j trains models[j % size]
+  // A job mix (--jobs-file): per job its worker count (empty: every job has
+  // workers_per_job). Loading the file sets jobs, models and this.
+  std::vector<uint32_t> job_workers;
+  std::string jobs_file;
+  uint32_t workers_of(uint32_t job) const { return job_workers.empty() ? workers_per_job : job_workers[job]; }
   // Where the models' compute comes from: "v100" (the built-in table:
   // compute, then one allreduce of the whole gradient), "h100" (the bundled
   // measurements: forward, then backward with the gradients' measured ready
@@ -193,6 +198,11 @@ struct Options {
   uint32_t rack_size() const { return topology == Topology::kFatTree ? k / 2 : hosts_per_rack; }
   uint32_t hosts() const { return num_racks() * rack_size(); }
 };
+
+// Reads a job mix: {"jobs": [{"model": M, "workers": W, "count": C}, ...]}
+// (count 1 if absent) into o.jobs, o.models and o.job_workers. Throws
+// OptionError naming the file and the entry.
+void load_jobs_file(const std::string& path, Options& o);
 
 // Checks every option and their combinations; throws OptionError naming the option.
 void validate(const Options& o);
