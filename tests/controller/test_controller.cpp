@@ -383,3 +383,53 @@ TEST_CASE("controller: no child id above 63 can come out of a plan", "[isolation
   cfg.entries.push_back(e);
   CHECK_THROWS_WITH(config::validate_node_config(cfg, "x"), Contains("child id 64 is over 63"));
 }
+
+TEST_CASE("priorities by GPU intensity: levels, DSCP, weights and the least loaded roots first") {
+  // Intensity = compute per gradient byte: job 2 (100 ms / 1e8 B) > job 1
+  // (100 ms / 1e9 B) > job 3 (50 ms / 1e9 B). Two levels over three jobs:
+  // ranks 0, 1, 2 -> levels 0, 0, 1 (rank x levels / jobs).
+  json jobs = {
+      {"priorities", {{"levels", 2}, {"dscp", {46, 10}}}},
+      {"jobs",
+       json::array({{{"id", 1}, {"workers", {"w0", "w1"}}, {"compute_ms", 100}, {"gradient_bytes", 1e9}},
+                    {{"id", 2}, {"workers", {"w2", "w3"}}, {"compute_ms", 100}, {"gradient_bytes", 1e8}},
+                    {{"id", 3}, {"workers", {"w4", "w5"}}, {"compute_ms", 50}, {"gradient_bytes", 1e9}}})}};
+  const JobsDesc planned = apply_priorities(parse_jobs(jobs));
+  REQUIRE(planned.jobs.size() == 3);
+  CHECK(planned.jobs[0].id == 2);
+  CHECK(planned.jobs[1].id == 1);
+  CHECK(planned.jobs[2].id == 3);
+  CHECK(planned.jobs[0].priority_level == 0);
+  CHECK(planned.jobs[1].priority_level == 0);
+  CHECK(planned.jobs[2].priority_level == 1);
+  const Deployment d = run(two_tier_cluster(6, 2, 2, 10.0), jobs);
+  std::map<uint16_t, std::string> root;
+  for (const auto& t : d.trees) root[t.job] = t.root;
+  // Demand (bytes per ms of compute): job 2 1e6 takes spine0 first; job 1
+  // (1e7) the emptier spine1; job 3 (2e7) then spine0 (1e6 < 1e7). Without
+  // priorities the trees go round robin in job order: 1 spine0, 2 spine1, 3 spine0.
+  CHECK(root == std::map<uint16_t, std::string>{{1, "spine1"}, {2, "spine0"}, {3, "spine0"}});
+  for (const auto& s : d.switches) {
+    for (const auto& e : s.node.entries) {
+      INFO(s.node.node << " job " << e.job);
+      CHECK(e.dscp == (e.job == 3 ? 10 : 46));
+    }
+  }
+  // Weighted shares: weight x (levels - level): 2, 2, 1 on the spine job 2 and 3 share.
+  jobs["shares"] = "weighted";
+  const Deployment w = run(two_tier_cluster(6, 2, 2, 10.0), jobs);
+  uint32_t slots2 = 0, slots3 = 0;
+  for (const auto& e : sw(w, "spine0").node.entries) (e.job == 2 ? slots2 : slots3) = e.slot_count;
+  CHECK(slots2 == 341);  // 512 x 2/3, rounded down
+  CHECK(slots3 == 170);  // 512 x 1/3
+
+  json bad = jobs;
+  bad["jobs"][0].erase("compute_ms");
+  CHECK_THROWS_WITH(parse_jobs(bad), Contains("priorities need every job's compute_ms and gradient_bytes"));
+  bad = jobs;
+  bad["jobs"][1]["dscp"] = 8;
+  CHECK_THROWS_WITH(parse_jobs(bad), Contains("set by the priority level"));
+  bad = jobs;
+  bad["priorities"]["dscp"] = {46};
+  CHECK_THROWS_WITH(parse_jobs(bad), Contains("one DSCP value per level (2), got 1"));
+}

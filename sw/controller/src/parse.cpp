@@ -117,7 +117,8 @@ ClusterDesc parse_cluster(const json& j, const std::string& origin) {
 
 JobsDesc parse_jobs(const json& j, const std::string& origin) {
   const JsonSource src(origin, &config::throw_as<ControllerError>);
-  const JsonObject top(src, j, "", {"jobs", "shares", "udp_port", "elems_per_packet", "congestion"});
+  const JsonObject top(src, j, "",
+                       {"jobs", "shares", "udp_port", "elems_per_packet", "congestion", "priorities"});
   JobsDesc d;
   const std::string shares = top.string("shares", "equal");
   if (shares != "equal" && shares != "weighted") {
@@ -146,10 +147,22 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
       throw ControllerError(e.what());
     }
   }
+  if (top.has("priorities")) {
+    const JsonObject o = top.object("priorities", {"levels", "dscp"});
+    d.priority_levels = static_cast<uint32_t>(o.uint("levels", 1, 8));
+    const json& dscp = o.array("dscp", true);
+    if (dscp.size() != d.priority_levels) {
+      o.fail("dscp", "needs one DSCP value per level (" + std::to_string(d.priority_levels) + "), got " +
+                         std::to_string(dscp.size()));
+    }
+    for (size_t k = 0; k < dscp.size(); ++k)
+      d.priority_dscp.push_back(static_cast<uint8_t>(src.uint(dscp[k], json_path(o.path("dscp"), k), 0, 63)));
+  }
   const json& jobs = top.array("jobs", true);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const JsonObject o(src, jobs[i], json_path("jobs", i),
-                       {"id", "workers", "trees", "weight", "dscp", "backup_trees"});
+    const JsonObject o(
+        src, jobs[i], json_path("jobs", i),
+        {"id", "workers", "trees", "weight", "dscp", "backup_trees", "compute_ms", "gradient_bytes"});
     JobDesc job;
     job.id = static_cast<uint16_t>(o.uint("id", 0, 0xFFFF));
     job.trees = static_cast<uint32_t>(o.uint("trees", 1, 255, 1));
@@ -157,6 +170,15 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
     job.weight = o.number("weight", 0.0, std::numeric_limits<double>::infinity(), 1.0);
     if (!(job.weight > 0.0)) o.fail("weight", "out of range: " + o.require("weight").dump() + " is not > 0");
     job.backup_trees = o.boolean("backup_trees", false);
+    job.compute_ms = o.number("compute_ms", 0.0, 1e9, 0.0);
+    job.gradient_bytes = o.number("gradient_bytes", 0.0, 1e15, 0.0);
+    if (d.priority_levels > 0) {
+      if (o.has("dscp")) o.fail("dscp", "set by the priority level when \"priorities\" is given");
+      if (!(job.compute_ms > 0) || !(job.gradient_bytes > 0)) {
+        o.fail(o.has("compute_ms") ? "gradient_bytes" : "compute_ms",
+               "priorities need every job's compute_ms and gradient_bytes (both > 0)");
+      }
+    }
     if (job.backup_trees && job.trees > 127) o.fail("trees", "at most 127 with backup_trees");
     const json& workers = o.array("workers", true);
     for (size_t k = 0; k < workers.size(); ++k) {

@@ -22,7 +22,8 @@ config::MacAddress multicast_mac(uint32_t ip) {
 }
 
 Deployment plan_deployment(const ClusterDesc& c, const JobsDesc& jd) {
-  return detail::Planner(c, jd).run();
+  const JobsDesc planned = apply_priorities(jd);
+  return detail::Planner(c, planned).run();
 }
 
 namespace detail {
@@ -122,6 +123,37 @@ bool Planner::linked(size_t sw, const std::string& neighbour) const {
   return std::find(p.begin(), p.end(), neighbour) != p.end();
 }
 
+}  // namespace detail
+
+JobsDesc apply_priorities(const JobsDesc& jd) {
+  if (jd.priority_levels == 0) return jd;
+  if (jd.priority_dscp.size() != jd.priority_levels)
+    throw ControllerError("priorities: one DSCP value per level is needed");
+  JobsDesc out = jd;
+  for (const JobDesc& job : out.jobs) {
+    if (!(job.compute_ms > 0) || !(job.gradient_bytes > 0)) {
+      throw ControllerError("job " + std::to_string(job.id) +
+                            ": priorities need its compute_ms and gradient_bytes (both > 0)");
+    }
+  }
+  // GPU intensity: compute per byte communicated; the most intensive first
+  // (ties: lower id first).
+  std::stable_sort(out.jobs.begin(), out.jobs.end(), [](const JobDesc& a, const JobDesc& b) {
+    const double ia = a.compute_ms / a.gradient_bytes, ib = b.compute_ms / b.gradient_bytes;
+    return ia != ib ? ia > ib : a.id < b.id;
+  });
+  const size_t n = out.jobs.size();
+  for (size_t r = 0; r < n; ++r) {
+    JobDesc& job = out.jobs[r];
+    job.priority_level = static_cast<int>(r * jd.priority_levels / n);
+    job.dscp = jd.priority_dscp[static_cast<size_t>(job.priority_level)];
+    if (jd.weighted_shares) job.weight *= static_cast<double>(jd.priority_levels - job.priority_level);
+  }
+  return out;
+}
+
+namespace detail {
+
 // Each job's trees: rooted at its only leaf, or round-robin at the spines
 // linked to all of its leaves; one pending engine entry per PSwitch on a tree.
 void Planner::build_trees() {
@@ -207,7 +239,16 @@ void Planner::build_trees() {
         add_three_level_tree(job, tree, leaves, leaf_workers, cr, backup ? static_cast<int>(primary) : -1);
         continue;
       }
-      const size_t root = roots[tiers::spread_root(offset, turn, roots.size())];
+      size_t root = roots[tiers::spread_root(offset, turn, roots.size())];
+      if (jd.priority_levels > 0 && !backup) {
+        // In priority order, each tree on the candidate root with the least
+        // demand placed so far (the spread order breaks ties).
+        for (size_t k = 0; k < roots.size(); ++k) {
+          const size_t cand = roots[tiers::spread_root(offset, turn + k, roots.size())];
+          if (root_demand[cand] < root_demand[root]) root = cand;
+        }
+        root_demand[root] += job.gradient_bytes / job.compute_ms / job.trees;
+      }
       same_root_as_primary(c.switches[root].name);
       const uint32_t group = multicast_ip(job.id, tree);
       d.trees.push_back(

@@ -97,6 +97,7 @@ class Planner {
   std::vector<int> tier;                           // per PSwitch: 0 leaf/edge, 1 spine/aggregation, 2 core
   std::vector<std::vector<size_t>> sw_neighbours;  // per PSwitch: linked PSwitches
   size_t trees_planned = 0;                        // primary trees of earlier jobs (root spreading)
+  std::map<size_t, double> root_demand;            // priorities: bytes per ms of compute rooted at a PSwitch
   std::vector<PendingEntry> entries;
   std::vector<WorkerSlot> worker_slots;
   Deployment d;

@@ -82,15 +82,36 @@ struct JobDesc {
   // t), rooted at another candidate root: the workers fail over to it when t
   // stops answering (docs/protocol.md, "Tree failover").
   bool backup_trees = false;
+  // Declared compute time per iteration and gradient bytes per iteration,
+  // for priorities (JobsDesc::priority_levels): 0 when not declared.
+  double compute_ms = 0;
+  double gradient_bytes = 0;
+  // Set by apply_priorities: 0 the most GPU-intensive level; -1 without priorities.
+  int priority_level = -1;
 };
 
 struct JobsDesc {
   std::vector<JobDesc> jobs;
   bool weighted_shares = false;  // false: every (job, tree) entry on a PSwitch gets an equal share
+  // Priorities by GPU intensity (Crux's idea, docs/controller.md
+  // "Priorities"): 0 levels is off; else each job's intensity, compute per
+  // gradient byte, ranks it, the ranks are compressed onto this many levels
+  // (equal numbers of jobs per level, most intensive first), level l gets
+  // DSCP priority_dscp[l] and, with weighted shares, weight x (levels - l);
+  // jobs are planned in priority order and each tree takes the candidate
+  // root with the least demand already placed on it (gradient bytes per ms
+  // of compute).
+  uint32_t priority_levels = 0;
+  std::vector<uint8_t> priority_dscp;
   uint16_t udp_port = wire::kDefaultUdpPort;
   uint32_t elems_per_packet = 256;
   runtime::CongestionParams congestion;
 };
+
+// The jobs with their priority levels, DSCP and weights applied and in
+// planning order (most intensive first); `jd` itself when priorities are off.
+// Throws ControllerError for a job without compute_ms and gradient_bytes.
+JobsDesc apply_priorities(const JobsDesc& jd);
 
 // Read the two descriptions with the project's JSON object reader
 // (panama/config/json_reader.hpp): every error reads "<origin>: <path>:
