@@ -129,9 +129,15 @@ void Sim::plan_jobs() {
     jd.congestion.initial_alpha = 0;
     jd.congestion.initial_cwnd = 65535;
   }
+  if (o_.priorities > 0) {
+    jd.priority_levels = o_.priorities;
+    for (uint32_t l = 0; l < o_.priorities; ++l) jd.priority_dscp.push_back(priority_dscp(l, o_.priorities));
+  }
   for (const Job& job : jobs_) {
     controller::JobDesc d;
     d.id = job.id;
+    d.compute_ms = static_cast<double>(std::max<uint64_t>(1, job.compute_ns)) / 1e6;
+    d.gradient_bytes = static_cast<double>(job.elems * job.elem_bytes);
     d.trees = o_.scheme == Scheme::kSingleTree ? 1 : o_.trees;
     for (uint32_t w : job.workers) d.workers.push_back(hosts_[workers_[w]->host].name);
     jd.jobs.push_back(d);
@@ -156,6 +162,7 @@ void Sim::plan_jobs() {
   // rank, for the 16-bit reference (a leaf rounds its workers' partial sum).
   for (const controller::WorkerOutput& wo : dep.workers) {
     Job& job = jobs_[wo.plan.job_id - 1];
+    job.dscp = wo.plan.dscp;
     if (job.leaf_of_rank.size() < wo.plan.world_size) job.leaf_of_rank.resize(wo.plan.world_size, 0);
     for (size_t s = 0; s < dep.switches.size(); ++s) {
       const auto& ports = dep.switches[s].settings.ports;

@@ -294,6 +294,8 @@ void validate(const Options& o) {
   if (o.dtype != "fp32" && o.dtype != "bf16" && o.dtype != "fp16")
     fail("--dtype: fp32, bf16 or fp16, not '" + o.dtype + "'");
   if (o.trees < 1 || o.trees > 255) fail("--trees: 1..255");
+  if (o.priorities > 8) fail("--priorities: 0..8 levels");
+  if (o.priorities > 0 && host_reduces(o.scheme)) fail("--priorities: PANAMA schemes only");
   if (o.job_workers.empty()) {
     if (o.jobs > 0 && o.workers_per_job < 2) fail("--workers-per-job: at least 2 workers");
     if (uint64_t{o.jobs} * o.workers_per_job > o.hosts())
@@ -410,6 +412,10 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
                  "gradient element type of every job: fp32, bf16 or fp16 (16-bit jobs send half the bytes)")
       ->capture_default_str();
   app.add_option("--scheme", scheme, "panama | single-tree | fixed-window | ring | hierarchical")
+      ->capture_default_str();
+  app.add_option(
+         "--priorities", o.priorities,
+         "priority levels by GPU intensity: DSCP per level, queues serve higher levels first (0: off)")
       ->capture_default_str();
   app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
       ->capture_default_str();

@@ -24,6 +24,17 @@ constexpr int kClasses = 2;
 // The class of an IPv4 packet: UDP to the PANAMA port is kClassPanama.
 int class_of(ns3::Ptr<const ns3::Packet> p, const ns3::Ipv4Header& h);
 
+// Priority levels of PANAMA traffic (--priorities L, the controller's
+// levels): level l's packets carry DSCP 8 (L - l), so level 0 has the
+// highest; any other DSCP is the lowest level.
+inline uint8_t priority_dscp(uint32_t level, uint32_t levels) {
+  return static_cast<uint8_t>(8 * (levels - level));
+}
+inline uint32_t priority_level_of(uint8_t dscp, uint32_t levels) {
+  if (dscp % 8 != 0 || dscp == 0 || dscp / 8 > levels) return levels - 1;
+  return levels - dscp / 8;
+}
+
 class EcnQueueDisc : public ns3::QueueDisc {
  public:
   static ns3::TypeId GetTypeId();
@@ -41,11 +52,13 @@ class EcnQueueDisc : public ns3::QueueDisc {
  private:
   bool DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) override;
   // Arrival order across the classes, skipping a paused class: without
-  // pauses this is one FIFO.
+  // pauses this is one FIFO. Within the PANAMA class, with priority levels,
+  // the PANAMA packet sent in its turn is the oldest of the highest level.
   ns3::Ptr<ns3::QueueDiscItem> DoDequeue() override;
   bool CheckConfig() override;
   void InitializeParams() override {}
 
+  uint32_t levels_ = 1;  // PANAMA priority levels: internal queue 1 + level, level 0 served first
   uint64_t max_bytes_ = 1 << 20;
   uint64_t k_bytes_ = 100000;
   uint64_t max_seen_ = 0;

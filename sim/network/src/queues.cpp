@@ -33,7 +33,10 @@ ns3::TypeId EcnQueueDisc::GetTypeId() {
                         ns3::MakeUintegerChecker<uint64_t>())
           .AddAttribute("KBytes", "ECN marking threshold in bytes", ns3::UintegerValue(100000),
                         ns3::MakeUintegerAccessor(&EcnQueueDisc::k_bytes_),
-                        ns3::MakeUintegerChecker<uint64_t>());
+                        ns3::MakeUintegerChecker<uint64_t>())
+          .AddAttribute("Levels", "priority levels of PANAMA traffic (by DSCP)", ns3::UintegerValue(1),
+                        ns3::MakeUintegerAccessor(&EcnQueueDisc::levels_),
+                        ns3::MakeUintegerChecker<uint32_t>(1, 8));
   return tid;
 }
 NS_OBJECT_ENSURE_REGISTERED(EcnQueueDisc);
@@ -65,7 +68,8 @@ bool EcnQueueDisc::DoEnqueue(Ptr<ns3::QueueDiscItem> item) {
   if (q >= k_bytes_) Mark(item, "queue above K");  // no effect on packets that are not ECN-capable
   Ptr<ns3::Ipv4QueueDiscItem> ip = ns3::DynamicCast<ns3::Ipv4QueueDiscItem>(item);
   const int cls = ip ? class_of(ip->GetPacket(), ip->GetHeader()) : kClassTcp;
-  const bool ok = GetInternalQueue(cls)->Enqueue(item);
+  const size_t queue = cls == kClassTcp ? 0 : 1 + priority_level_of(ip->GetHeader().GetTos() >> 2, levels_);
+  const bool ok = GetInternalQueue(queue)->Enqueue(item);
   if (ok) order_[cls].push_back(next_seq_++);
   max_seen_ = std::max<uint64_t>(max_seen_, GetNBytes());
   return ok;
@@ -79,14 +83,19 @@ Ptr<ns3::QueueDiscItem> EcnQueueDisc::DoDequeue() {
   }
   if (best < 0) return nullptr;
   order_[best].pop_front();
-  Ptr<ns3::QueueDiscItem> item = GetInternalQueue(best)->Dequeue();
+  size_t queue = 0;
+  if (best == kClassPanama) {
+    queue = 1;
+    while (queue < levels_ && GetInternalQueue(queue)->IsEmpty()) ++queue;
+  }
+  Ptr<ns3::QueueDiscItem> item = GetInternalQueue(queue)->Dequeue();
   if (item && on_dequeue) on_dequeue(item);
   return item;
 }
 
 bool EcnQueueDisc::CheckConfig() {
   if (GetNQueueDiscClasses() > 0 || GetNPacketFilters() > 0) return false;
-  while (GetNInternalQueues() < kClasses) {
+  while (GetNInternalQueues() < 1 + levels_) {
     AddInternalQueue(ns3::CreateObjectWithAttributes<ns3::DropTailQueue<ns3::QueueDiscItem>>(
         "MaxSize", ns3::QueueSizeValue(ns3::QueueSize("4000000000p"))));
   }

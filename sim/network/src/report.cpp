@@ -61,6 +61,7 @@ nlohmann::json options_json(const Options& o) {
           {"dtype", o.dtype},
           {"scheme", scheme_name(o.scheme)},
           {"trees", o.scheme == Scheme::kSingleTree ? 1u : o.trees},
+          {"priorities", o.priorities},
           {"jobs", o.jobs},
           {"workers_per_job", o.workers_per_job},
           {"jobs_file", o.jobs_file},
@@ -158,6 +159,7 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     jj["forward_ms"] = static_cast<double>(job.forward_ns) / 1e6;
     jj["backward_ms"] = static_cast<double>(job.backward_ns) / 1e6;
     jj["buckets"] = job.buckets.size();
+    jj["dscp"] = job.dscp;
     jj["start_ms"] = job.start_ns / 1e6;
     uint32_t its = UINT32_MAX;  // --iterations, fewer after --duration-ms, more with --min-short-flows
     for (uint32_t wi : job.workers)

@@ -239,6 +239,7 @@ struct Job {
   uint32_t elem_bytes = 4;
   std::vector<uint32_t> leaf_of_rank;  // 16-bit checks: the PSwitch each rank's host hangs off
   uint64_t compute_ns = 0;             // forward + backward
+  uint8_t dscp = 0;                    // of its PANAMA packets (the controller's, by priority level)
   uint64_t forward_ns = 0, backward_ns = 0;
   std::vector<Bucket> buckets;  // of every iteration, in sending order
   double start_ns = 0;

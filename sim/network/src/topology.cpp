@@ -88,7 +88,8 @@ void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Po
   // Lossless: output queues do not drop; PFC bounds what each ingress port holds.
   const uint64_t buffer = o_.lossless ? (uint64_t{1} << 40) : uint64_t{o_.buffer_kb} * 1000;
   tch.SetRootQueueDisc("panama::netsim::EcnQueueDisc", "MaxBytes", ns3::UintegerValue(buffer), "KBytes",
-                       ns3::UintegerValue(uint64_t{o_.ecn_k_kb} * 1000));
+                       ns3::UintegerValue(uint64_t{o_.ecn_k_kb} * 1000), "Levels",
+                       ns3::UintegerValue(std::max<uint32_t>(1, o_.priorities)));
   ns3::QueueDiscContainer qds = tch.Install(devs);
   pa.dev = devs.Get(0);
   pb.dev = devs.Get(1);

@@ -136,6 +136,11 @@ struct Options {
   // ---- scheme and jobs
   Scheme scheme = Scheme::kPanama;
   uint32_t trees = 4;  // per job for panama / fixed-window (single-tree: 1)
+  // PANAMA schemes: priority levels by GPU intensity (the controller's
+  // "priorities", docs/controller.md): level l's packets carry DSCP 8 (L - l)
+  // and every output queue serves the PANAMA packets of a higher level
+  // first. 0: off.
+  uint32_t priorities = 0;
   uint32_t jobs = 2;
   uint32_t workers_per_job = 4;
   std::vector<std::string> models = {"resnet50"};  // job j trains models[j % size]
