@@ -12,7 +12,7 @@
 # Env: SEEDS (default 8), FIRST_SEED (default 1), FRAMES per seed (default 3000),
 #      BENCH=0 to skip the line-rate benchmark, JOBS (default 2),
 #      BUILD_DIR (default build-cosim-<entries>-<slots>-<words>[-rd<latency>]),
-#      SLOT_READ_LATENCY (default 14: the engine's own default, the UltraRAM
+#      SLOT_READ_LATENCY (default 12: the engine's own default, the UltraRAM
 #      matrix's read latency as on the card; the CI build uses 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ WORDS=${3:-144}
 for v in "$ENTRIES" "$SLOTS" "$WORDS"; do
   [[ "$v" =~ ^[0-9]+$ ]] || { echo "cosim-config: parameters must be integers, got '$v'" >&2; exit 2; }
 done
-RD_LAT=${SLOT_READ_LATENCY:-14}
+RD_LAT=${SLOT_READ_LATENCY:-12}
 [[ "$RD_LAT" =~ ^[1-9][0-9]*$ ]] || { echo "cosim-config: SLOT_READ_LATENCY must be a positive integer" >&2; exit 2; }
 SUFFIX=""
 [[ "$RD_LAT" == 1 ]] || SUFFIX="-rd$RD_LAT"

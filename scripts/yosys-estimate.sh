@@ -8,11 +8,12 @@
 # Usage: scripts/yosys-estimate.sh [NUM_ENTRIES NUM_SLOTS SLOT_WORDS]
 #   defaults 8 16 16 (minutes); 64 512 144 is the default configuration (hours).
 # Also prints the UltraRAM count Vivado's mapping of the slot memory implies
-# (ram_style "ultra", URAM288 as 4K x 72: 8 columns of 72 bits for a 512-bit
-# word, one URAM per 4,096 words deep; Yosys packs bits across the 72-bit
-# columns and reports fewer) and the read latency that matrix wants
-# (UG901 "Pipelining the RAM": rows + columns of the matrix, cascades of at
-# most 8, Vivado's default CASCADE_HEIGHT, plus the read register).
+# (two arrays of 512-bit half rows, ceil(SLOT_WORDS / 2) rows per slot bank,
+# ram_style "ultra", URAM288 as 4K x 72: 8 columns of 72 bits for a 512-bit
+# half row, one URAM per 4,096 rows deep, per array; Yosys packs bits across
+# the 72-bit columns and reports fewer) and the read latency that matrix
+# wants (UG901 "Pipelining the RAM": rows + columns of the matrix, cascades
+# of at most 8, Vivado's default CASCADE_HEIGHT, plus the read register).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # RESULT_DIR: use an existing scripts/yosys-synth.sh result folder instead.
@@ -49,10 +50,10 @@ awk '
   }' "$OUT/stat.txt"
 SLOTS=${2:-16}
 WORDS=${3:-16}
-words=$((SLOTS * 2 * WORDS))
-deep=$(( (words + 4095) / 4096 ))
+rows=$((SLOTS * 2 * ((WORDS + 1) / 2)))
+deep=$(( (rows + 4095) / 4096 ))
 cascade=$(( deep < 8 ? deep : 8 ))
 columns=$(( (deep + 7) / 8 ))
-printf "%-28s %12d %13.2f%%   (%d words: 8 x %d URAM288)\n" "URAM288 as Vivado maps it" $((8 * deep)) \
-  "$(awk -v u=$((8 * deep)) 'BEGIN { printf "%.2f", 100 * u / 960 }')" "$words" "$deep"
-echo "slot-memory matrix: $deep deep = $columns column(s) of at most $cascade; read latency 1 + $cascade + $columns = $((1 + cascade + columns))"
+printf "%-28s %12d %13.2f%%   (2 arrays of %d rows of 512 bits: 2 x 8 x %d URAM288)\n" "URAM288 as Vivado maps it" \
+  $((16 * deep)) "$(awk -v u=$((16 * deep)) 'BEGIN { printf "%.2f", 100 * u / 960 }')" "$rows" "$deep"
+echo "slot-memory matrix (each array): $deep deep = $columns column(s) of at most $cascade; read latency 1 + $cascade + $columns = $((1 + cascade + columns))"

@@ -7,8 +7,10 @@
 // Pipelined, one frame per clock, latency LATENCY = 6 (in_valid at clock t,
 // out_valid at t + 6), at most 6 logic levels per stage:
 //   A0  the decided record registered (while the table reads the entry)
-//   A1  what depends on the decided record alone: the slot words, the
-//       emitted lengths (fixed bytes + 4 * element count); the entry
+//   A1  what depends on the decided record alone: the slot words (half
+//       rows of 16 fp32 for fp32, rows of 32 for bf16 and fp16), the
+//       emitted lengths (fixed bytes + w * element count, w = 4 for fp32,
+//       2 for bf16 and fp16); the entry
 //       arrives (the table's two-clock read, indexed by in_decided.entry at
 //       t); the IPv4 header to sum goes into the checksum pipeline (3 clocks)
 //   A2  beats and bytes sent, cwnd_cap, the header fields
@@ -45,13 +47,18 @@ module panama_action_builder (
   decided_t    a1_reg;
   logic [7:0]  a1_words_reg;
   logic [15:0] a1_emit_len_reg, a1_ip_len_reg, a1_udp_len_reg;
+  logic        a0_wide;          // bf16 or fp16 (elem_type bit 1)
+  logic [15:0] a0_payload_bytes;  // w * element count
+  assign a0_wide = a0_reg.etype[1];
+  assign a0_payload_bytes = a0_wide ? {a0_reg.elems[14:0], 1'b0} : {a0_reg.elems[13:0], 2'b00};
   always_ff @(posedge clk) begin
     a1_valid_reg <= rst ? 1'b0 : a0_valid_reg;
     a1_reg <= a0_reg;
-    a1_words_reg <= 8'((a0_reg.elems + 16'd15) >> 4);
-    a1_emit_len_reg <= 16'(PAYLOAD_OFFSET) + 16'd4 * a0_reg.elems;
-    a1_ip_len_reg <= 16'(IP_FIXED_BYTES) + 16'd4 * a0_reg.elems;
-    a1_udp_len_reg <= 16'(UDP_FIXED_BYTES) + 16'd4 * a0_reg.elems;
+    // 64-byte payload beats: 16 fp32 or 32 bf16/fp16 elements each
+    a1_words_reg <= a0_wide ? 8'((a0_reg.elems + 16'd31) >> 5) : 8'((a0_reg.elems + 16'd15) >> 4);
+    a1_emit_len_reg <= 16'(PAYLOAD_OFFSET) + a0_payload_bytes;
+    a1_ip_len_reg <= 16'(IP_FIXED_BYTES) + a0_payload_bytes;
+    a1_udp_len_reg <= 16'(UDP_FIXED_BYTES) + a0_payload_bytes;
   end
 
   // The IPv4 header with a zero checksum field, summed by ip_gen (sum in A4).
@@ -98,7 +105,7 @@ module panama_action_builder (
         (a1_reg.retrans ? 8'(TYPE_RETRANSMISSION) : 8'(TYPE_AGGREGATE_UP));
     h.panama.job_id = in_entry.job;
     h.panama.tree_id = in_entry.tree;
-    h.panama.elem_type = 8'(ELEM_TYPE_FLOAT32);
+    h.panama.elem_type = {6'd0, a1_reg.etype};
     h.panama.child_id = in_entry.out_child;
     h.panama.seq = a1_reg.seq;
     h.panama.cwnd_cap = out_cwnd;
@@ -107,6 +114,7 @@ module panama_action_builder (
 
     act1.kind = a1_reg.kind;
     act1.emit = a1_reg.emit;
+    act1.etype = a1_reg.etype;
     act1.in_beats = a1_reg.beats;
     act1.words = a1_words_reg;
     act1.out_beats = 8'd0;

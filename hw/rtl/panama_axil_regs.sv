@@ -176,7 +176,7 @@ module panama_axil_regs #(
       REG_SLOT_ELEMS: fixed_value = 32'(SLOT_CAPACITY);
       REG_CONTROL: fixed_value = {31'd0, enabled_reg};
       REG_UDP_PORT: fixed_value = {16'd0, udp_port_reg};
-      REG_ELEM_TYPES: fixed_value = 32'h2;  // fp32 only (bit 1): 16-bit types are dropped as BAD_ELEM_TYPE
+      REG_ELEM_TYPES: fixed_value = 32'hE;  // fp32, bf16 and fp16 (bits 1, 2, 3)
       default: fixed_value = 32'd0;
     endcase
   end

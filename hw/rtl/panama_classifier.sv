@@ -11,7 +11,8 @@
 //   C1  descriptor registered
 //   C2  every check that compares a field with a constant or the
 //       configuration, as one flag each; the expected lengths
-//       (fixed bytes + 4 * element count); checksum adder S1
+//       (fixed bytes + w * element count, w = 4 for fp32, 2 for bf16 and
+//       fp16); checksum adder S1
 //   C3  the length checks (compare with the expected lengths); the checks
 //       before the IPv4 checksum reduced to the first failing one (the
 //       model's order); checksum S2
@@ -23,7 +24,8 @@
 // changes while the control pipeline is empty (register writes wait).
 `default_nettype none
 module panama_classifier #(
-    // Elements one slot bank holds (SLOT_WORDS * 16).
+    // Elements one slot bank holds (SLOT_WORDS * 16), of any type: the
+    // elem_count limit of fp32, bf16 and fp16 frames alike.
     parameter int SLOT_CAPACITY = 2304
 ) (
     input  wire logic                             clk,
@@ -75,6 +77,7 @@ module panama_classifier #(
     f1.seq = h.panama.seq;
     f1.cwnd = h.panama.cwnd_cap;
     f1.elems = h.panama.elem_count;
+    f1.etype = h.panama.elem_type[1:0];
     f1.ecn = h.ip.ecn;
     f1.len = len;
     f1.beats = c1_reg.beats > 16'(MAX_FRAME_BEATS) ? 8'(MAX_FRAME_BEATS) : c1_reg.beats[7:0];
@@ -89,6 +92,11 @@ module panama_classifier #(
   );
 
   // ---- C2: one flag per check against a constant; expected lengths
+  // w * elem_count: bit 1 of elem_type is clear for fp32 (1), set for bf16
+  // (2) and fp16 (3); any other value is dropped before the lengths count.
+  logic [18:0] payload_bytes;
+  assign payload_bytes = h.panama.elem_type[1] ? {2'b00, h.panama.elem_count, 1'b0} :
+      {1'b0, h.panama.elem_count, 2'b00};
   logic          c2_valid_reg;
   frame_fields_t c2_fields_reg;
   logic c2_mac_error, c2_oversize, c2_pass_short, c2_pass_not_udp, c2_pass_port, c2_short_hdr, c2_frag_flag, c2_bad_version, c2_bad_type,
@@ -111,13 +119,17 @@ module panama_classifier #(
     c2_bad_type <= h.panama.pkt_type != 8'(TYPE_AGGREGATE_UP) && h.panama.pkt_type != 8'(TYPE_RESULT_DOWN) &&
         h.panama.pkt_type != 8'(TYPE_RETRANSMISSION);
     c2_result_down <= h.panama.pkt_type == 8'(TYPE_RESULT_DOWN);
-    c2_bad_elem_type <= h.panama.elem_type != 8'(ELEM_TYPE_FLOAT32);
+    // fp32, bf16 and fp16 are summed (ELEM_TYPES 0xE); anything else is no type.
+    c2_bad_elem_type <= h.panama.elem_type != 8'(ELEM_TYPE_FLOAT32) && h.panama.elem_type != 8'(ELEM_TYPE_BFLOAT16) &&
+        h.panama.elem_type != 8'(ELEM_TYPE_FLOAT16);
     c2_zero_count <= h.panama.elem_count == 16'd0;
     c2_over_capacity <= {16'd0, h.panama.elem_count} > 32'(SLOT_CAPACITY);
-    // 4 * elem_count plus the fixed bytes, at most 2^18 + 64: 19 bits.
-    c2_ip_len_exp <= 19'(IP_FIXED_BYTES) + {1'b0, h.panama.elem_count, 2'b00};
-    c2_udp_len_exp <= 19'(UDP_FIXED_BYTES) + {1'b0, h.panama.elem_count, 2'b00};
-    c2_frame_len_exp <= 19'(PAYLOAD_OFFSET) + {1'b0, h.panama.elem_count, 2'b00};
+    // w * elem_count plus the fixed bytes (w = 4 for fp32, else 2; for a
+    // frame of no type the lengths are never looked at), at most 2^18 + 64:
+    // 19 bits.
+    c2_ip_len_exp <= 19'(IP_FIXED_BYTES) + payload_bytes;
+    c2_udp_len_exp <= 19'(UDP_FIXED_BYTES) + payload_bytes;
+    c2_frame_len_exp <= 19'(PAYLOAD_OFFSET) + payload_bytes;
     c2_ip_total_len <= h.ip.total_len;
     c2_udp_length <= h.udp.length;
   end

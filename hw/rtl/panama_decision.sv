@@ -10,7 +10,7 @@
 //   B1  the slot's current word: the memory word or, when the frame in B2
 //       (two clocks ahead) addresses the same slot, the word that frame
 //       computed (forward path); the window, sequence, duplicate, element
-//       count and cwnd compares of the frame against it (against all four candidates,
+//       type, element count and cwnd compares of the frame against it (against all four candidates,
 //       memory or forwarded word, bank 0 or 1, chosen on the results); the
 //       window verdict, first contribution or addition, and the bank word
 //       each of them would write, registered
@@ -24,7 +24,7 @@
 //
 // Slot metadata, one RAM word per slot: the newest generation and, per bank
 // (the live generation and its shadow), state, sequence number, child
-// bitmap, count, ECN, cwnd_cap and element count. Clearing (a successful
+// bitmap, count, ECN, cwnd_cap, element count and element type. Clearing (a successful
 // commit's slot range; CONTROL.RESET and rst: every slot) is a background
 // engine writing one slot per clock; status_clear_busy is high meanwhile,
 // and the engine admits no frame and no register write until it is low (a
@@ -86,6 +86,9 @@ module panama_decision #(
   import panama_regmap_pkg::*;
   import panama_engine_pkg::*;
 
+  // Slot-memory rows (32 fp32 accumulators, two 512-bit words) per bank.
+  localparam int BANK_ROWS = (SLOT_WORDS + 1) / 2;
+
   initial begin
     if (NUM_SLOTS < 1 || NUM_SLOTS > 65535) $error("%m: NUM_SLOTS must be 1..65535");
   end
@@ -97,6 +100,7 @@ module panama_decision #(
     logic [1:0]  ecn;
     logic [15:0] cwnd;
     logic [15:0] elems;
+    logic [1:0]  etype;  // elem_type of the first contribution (1 fp32, 2 bf16, 3 fp16)
     logic [31:0] seq;
     logic [63:0] children;
   } bank_meta_t;
@@ -184,8 +188,11 @@ module panama_decision #(
     b1_fan_in_zero <= r_fan_in == 8'd0;
     b1_counter_bit <= NUM_GLOBAL_COUNTERS'(1) << r_d.counter;
   end
-  // the slot bank's first data word, for the frame in B2
-  always_ff @(posedge clk) b2_base <= ({{(32 - SLOT_BITS) {1'b0}}, b1_slot} * 2 + {31'd0, b1_bank}) * 32'(SLOT_WORDS);
+  // the slot bank's first data word, for the frame in B2: the slot memory
+  // has rows of 32 fp32 accumulators (two 512-bit words), ceil(SLOT_WORDS / 2)
+  // rows per bank, and words count half rows, so a bank starts at an even word
+  always_ff @(posedge clk)
+    b2_base <= ({{(32 - SLOT_BITS) {1'b0}}, b1_slot} * 2 + {31'd0, b1_bank}) * 32'(2 * BANK_ROWS);
 
   // ---- B1: the slot's current word (memory, or the word the frame in B2
   // has just computed), compared with the frame, and the rules of
@@ -240,15 +247,17 @@ module panama_decision #(
   function automatic pick2(input logic [1:0] c, input logic fwd);
     pick2 = (c[1] && fwd) || (c[0] && !fwd);
   endfunction
-  logic [3:0] c_seq_eq, c_elems_eq, c_cwnd_lt;
+  logic [3:0] c_seq_eq, c_elems_eq, c_cwnd_lt, c_type_eq;
   logic [1:0] c_eq_next, c_eq_cur, c_eq_prev;
-  logic       eq_next, eq_cur, eq_prev, seq_eq, dup, elems_ne, cwnd_lt;
+  logic       eq_next, eq_cur, eq_prev, seq_eq, dup, elems_ne, type_ne, cwnd_lt;
   logic       win_ok, new_gen, first_c, add_c;
   always_comb begin
     c_seq_eq = {eq32(c_f1.seq, b1_d.seq), eq32(c_f0.seq, b1_d.seq), eq32(c_r1.seq, b1_d.seq),
                 eq32(c_r0.seq, b1_d.seq)};
     c_elems_eq = {eq16(c_f1.elems, b1_d.elems), eq16(c_f0.elems, b1_d.elems), eq16(c_r1.elems, b1_d.elems),
                   eq16(c_r0.elems, b1_d.elems)};
+    c_type_eq = {c_f1.etype == b1_d.etype, c_f0.etype == b1_d.etype, c_r1.etype == b1_d.etype,
+                 c_r0.etype == b1_d.etype};
     c_cwnd_lt = {b1_d.cwnd < c_f1.cwnd, b1_d.cwnd < c_f0.cwnd, b1_d.cwnd < c_r1.cwnd, b1_d.cwnd < c_r0.cwnd};
     c_eq_next = {eq32(last_word_reg.top, b1_gen_m1), eq32(meta_rd.top, b1_gen_m1)};  // generation == top + 1
     c_eq_cur = {eq32(last_word_reg.top, b1_gen), eq32(meta_rd.top, b1_gen)};         // generation == top
@@ -262,6 +271,7 @@ module panama_decision #(
                  any128({c_r1.children, c_r0.children}, b1_child_banks)}, b1_fwd);
     seq_eq = pick(c_seq_eq, b1_fwd, b1_bank);
     elems_ne = !pick(c_elems_eq, b1_fwd, b1_bank);
+    type_ne = !pick(c_type_eq, b1_fwd, b1_bank);
     cwnd_lt = pick(c_cwnd_lt, b1_fwd, b1_bank);
     cur_word = b1_fwd ? last_word_reg : meta_rd;
     m1 = b1_bank ? cur_word.b1 : cur_word.b0;
@@ -272,7 +282,7 @@ module panama_decision #(
     new_gen = eq_next || m1.state == S_EMPTY;
     // for a frame that passes the entry and child checks:
     first_c = win_ok && new_gen;  // the first contribution of the generation
-    add_c = win_ok && !new_gen && m1.state != S_DONE && !dup && !elems_ne;  // an addition
+    add_c = win_ok && !new_gen && m1.state != S_DONE && !dup && !type_ne && !elems_ne;  // an addition
   end
 
   // The bank word a first contribution writes (from the frame alone) and the
@@ -286,6 +296,7 @@ module panama_decision #(
     nb_first.ecn = b1_d.ecn;
     nb_first.cwnd = b1_d.cwnd;
     nb_first.elems = b1_d.elems;
+    nb_first.etype = b1_d.etype;
     nb_add.state = m1.state;  // S_DONE when count_done (B2)
     nb_add.seq = m1.seq;
     nb_add.children = m1.children | b1_child_bit;
@@ -293,10 +304,11 @@ module panama_decision #(
     nb_add.ecn = m1.ecn | b1_d.ecn;
     nb_add.cwnd = cwnd_lt ? b1_d.cwnd : m1.cwnd;
     nb_add.elems = m1.elems;
+    nb_add.etype = m1.etype;
   end
 
   bank_meta_t m, b2_nb_first, b2_nb_add;
-  logic       win_ok_r, new_gen_r, first_c_r, add_c_r, top_c_r, dup_r, elems_ne_r, count_done;
+  logic       win_ok_r, new_gen_r, first_c_r, add_c_r, top_c_r, dup_r, elems_ne_r, type_ne_r, count_done;
   logic [7:0] fan_in_m1;
   logic       fan_in_zero;
   logic       ok, fan_in_le1;
@@ -323,6 +335,7 @@ module panama_decision #(
     top_c_r <= first_c && eq_next;
     dup_r <= dup;
     elems_ne_r <= elems_ne;
+    type_ne_r <= type_ne;
     fan_in_m1 <= b1_fan_in_m1;
     fan_in_zero <= b1_fan_in_zero;
   end
@@ -376,7 +389,12 @@ module panama_decision #(
           first = 1'b1;
           done = fan_in_le1;
         end else if (m.state == S_DONE) begin
-          if (d.retrans) begin
+          if (d.retrans && type_ne_r) begin
+            // a retransmission of another type than the bank's
+            e_inc[EC_DROP_TYPE_MISMATCH] = 1'b1;
+            g_inc[GC_DROP_TYPE_MISMATCH] = 1'b1;
+            drop_counter = 5'(GC_DROP_TYPE_MISMATCH);
+          end else if (d.retrans) begin
             g_inc[GC_RETRANS_SERVED] = 1'b1;
             e_inc[EC_RETRANS_SERVED] = 1'b1;
             kind = K_READ;
@@ -391,6 +409,10 @@ module panama_decision #(
           e_inc[EC_DUPLICATES] = 1'b1;
           g_inc[GC_DUPLICATES] = 1'b1;
           drop_counter = 5'(GC_DUPLICATES);
+        end else if (type_ne_r) begin
+          e_inc[EC_DROP_TYPE_MISMATCH] = 1'b1;
+          g_inc[GC_DROP_TYPE_MISMATCH] = 1'b1;
+          drop_counter = 5'(GC_DROP_TYPE_MISMATCH);
         end else if (elems_ne_r) begin
           e_inc[EC_DROP_COUNT_MISMATCH] = 1'b1;
           g_inc[GC_DROP_COUNT_MISMATCH] = 1'b1;
@@ -475,6 +497,7 @@ module panama_decision #(
     out_decided.ecn <= nb.ecn;
     out_decided.cwnd <= nb.cwnd;
     out_decided.elems <= nb.elems;
+    out_decided.etype <= nb.etype;
     out_decided.seq <= nb.seq;
     inc_valid <= rst ? 1'b0 : b2_valid;
     inc_entry <= d_entry;

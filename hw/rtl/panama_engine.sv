@@ -15,14 +15,18 @@
 //                          background clear engine
 //   panama_action_builder  emitted header and the data pipeline's work
 //   panama_datapath        beat issuer (read-after-write hazard stall), slot
-//                          memory, fp32 adders (2-clock loop), output FIFO
+//                          memory (rows of 32 fp32), 32 fp32 adders (2-clock
+//                          loop), bf16/fp16 widening and rounding, output FIFO
 //   panama_counters        statistics counters
 //   panama_axil_regs       AXI4-Lite register block
 //
 // 512-bit AXI4-Stream in and out (one packet per tlast, tkeep all ones except
-// on the last beat), AXI4-Lite control. One beat per clock in and out for
-// every frame size, also back to back into one slot (the slot word's
-// read-add-write loop is 2 clocks and a frame at least 2 beats; docs/rtl.md).
+// on the last beat), AXI4-Lite control. Sums fp32, bf16 and fp16 (ELEM_TYPES
+// 0xE; 16-bit elements widened to fp32, accumulated in fp32 and rounded
+// once when the aggregate leaves, docs/protocol.md §7). One beat per clock
+// in and out for every frame size and type, also back to back into one slot
+// (the slot word's read-add-write loop is 2 clocks and a frame at least 2
+// beats; docs/rtl.md).
 // The input is a MAC's receive stream, which cannot be held back:
 // s_axis_tready is always high, and the receive frame FIFO in front of the
 // input stage drops a frame whole when it does not fit (DROP_RX_OVERFLOW) or
@@ -35,7 +39,9 @@ module panama_engine #(
     parameter int NUM_ENTRIES = 64,
     // Packet-memory slots shared by all entries.
     parameter int NUM_SLOTS = 512,
-    // 512-bit words per slot bank (16 fp32 each).
+    // 512-bit words per slot bank (16 fp32 each): SLOT_WORDS * 16 elements
+    // of any type per slot bank (SLOT_ELEMS). The slot memory holds them as
+    // rows of 32 fp32 accumulators, ceil(SLOT_WORDS / 2) rows per bank.
     parameter int SLOT_WORDS = 144,
     // Receive frame FIFO in beats (a power of two, at least two largest
     // frames): 1024 beats = 64 KiB, seven 9216-byte frames (144 beats):
@@ -51,20 +57,21 @@ module panama_engine #(
     // than the control pipeline holds).
     parameter int ACT_FIFO_DEPTH = 64,
     // Output FIFO depth in beats (a power of two, at least the data
-    // pipeline's depth SLOT_READ_LATENCY + 3, plus 4).
+    // pipeline's depth SLOT_READ_LATENCY + 5, plus 4).
     parameter int OUT_FIFO_DEPTH = 32,
     // Slot-memory read latency in clocks: the UltraRAM's read register and
     // SLOT_READ_LATENCY - 1 output registers, which Vivado moves into the
-    // cascade. 14 = 1 + rows + columns of the default configuration's
-    // UltraRAM matrix (147,456 words = 36 URAM288 deep, columns of 8: 8 rows,
-    // 5 columns; UG901 "Pipelining the RAM"; docs/rtl.md, "Memories"). 1 is
-    // enough for block RAM. The data pipeline forwards over any latency, so
-    // the results and the line rate do not depend on it.
-    parameter int SLOT_READ_LATENCY = 14,
+    // cascade. 12 = 1 + rows + columns of the default configuration's
+    // UltraRAM matrices (two arrays of 73,728 x 512 bits, each 18 URAM288
+    // deep, columns of 8: 8 rows, 3 columns; UG901 "Pipelining the RAM";
+    // docs/rtl.md, "Memories"). 1 is enough for block RAM. The data pipeline
+    // forwards over any latency, so the results and the line rate do not
+    // depend on it.
+    parameter int SLOT_READ_LATENCY = 12,
     // Derived widths.
     parameter int ENTRY_BITS = NUM_ENTRIES > 1 ? $clog2(NUM_ENTRIES) : 1,
     parameter int SLOT_BITS = NUM_SLOTS > 1 ? $clog2(NUM_SLOTS) : 1,
-    parameter int DATA_WORDS = NUM_SLOTS * 2 * SLOT_WORDS
+    parameter int DATA_ROWS = NUM_SLOTS * 2 * ((SLOT_WORDS + 1) / 2)
 ) (
     input  wire logic         clk,
     input  wire logic         rst,
@@ -471,7 +478,7 @@ module panama_engine #(
   // ================================================================ data
   logic data_empty;
   panama_datapath #(
-      .DATA_WORDS(DATA_WORDS),
+      .DATA_ROWS(DATA_ROWS),
       .OUT_FIFO_DEPTH(OUT_FIFO_DEPTH),
       .RD_LAT(SLOT_READ_LATENCY)
   ) datapath (

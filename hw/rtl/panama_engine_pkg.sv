@@ -39,6 +39,7 @@ package panama_engine_pkg;
     logic [31:0] seq;
     logic [15:0] cwnd;
     logic [15:0] elems;
+    logic [1:0]  etype;  // elem_type[1:0]: 1 fp32, 2 bf16, 3 fp16 (when the verdict is V_PANAMA)
     logic [1:0]  ecn;
     logic [15:0] len;
     logic [7:0]  beats;  // beats stored in the input FIFO
@@ -77,6 +78,7 @@ package panama_engine_pkg;
     logic [1:0]  ecn;
     logic [15:0] cwnd;
     logic [15:0] elems;
+    logic [1:0]  etype;    // the bank's element type (1 fp32, 2 bf16, 3 fp16)
     logic [31:0] seq;
   } decided_t;
 
@@ -84,12 +86,13 @@ package panama_engine_pkg;
   typedef struct packed {
     logic [2:0]   kind;
     logic         emit;
+    logic [1:0]   etype;      // element type of the payload and the slot bank (1 fp32, 2 bf16, 3 fp16)
     logic [7:0]   in_beats;   // beats popped from the input FIFO
-    logic [7:0]   words;      // slot words read or written
+    logic [7:0]   words;      // payload beats that read or write the slot memory: half rows (fp32) or rows (16-bit)
     logic [7:0]   out_beats;  // beats sent
     logic [7:0]   issue;      // beats the issuer runs (max of in and out)
     logic [15:0]  out_len;    // bytes sent, 0 when none
-    logic [31:0]  base;
+    logic [31:0]  base;       // the bank's first slot word (512-bit half-row units, even)
     logic [511:0] hdr;        // emitted first beat
   } action_t;
   // Population count of each 16-bit quarter of a 64-bit vector (tkeep, a

@@ -14,6 +14,8 @@ package panama_wire_pkg;
   localparam int TYPE_RESULT_DOWN = 2;
   localparam int TYPE_RETRANSMISSION = 3;
   localparam int ELEM_TYPE_FLOAT32 = 1;
+  localparam int ELEM_TYPE_BFLOAT16 = 2;
+  localparam int ELEM_TYPE_FLOAT16 = 3;
 
   localparam int ECN_NOT_ECT = 0;
   localparam int ECN_ECT1 = 1;

@@ -99,12 +99,14 @@ TEST_CASE("RTL matches the HLS model when its receive FIFO drops frames", "[cosi
   // bad-frame flag and are dropped whole whatever the room. The model is
   // told which frames the FIFO dropped for room; everything else must match
   // bit for bit, and the drop counters must equal the drops seen. No
-  // register changes, so the counters cover the whole run.
+  // register changes, so the counters cover the whole run. (Seeds whose
+  // traffic fills the FIFO: with fp32, bf16 and fp16 mixed, 301 no longer
+  // does.)
   TrafficOptions opt;
   opt.frames = 1500;
   opt.max_elems = 300;
   opt.register_changes = false;
-  for (uint64_t seed : seeds({301, 302})) {
+  for (uint64_t seed : seeds({302, 308})) {
     UNSCOPED_INFO("seed " << seed << " (PANAMA_TEST_SEED=" << seed << " repeats it)");
     std::printf("cosim seed %llu (MAC source, receive FIFO overflow)\n",
                 static_cast<unsigned long long>(seed));
@@ -157,6 +159,43 @@ TEST_CASE("RTL accepts one beat per clock under full offered load", "[cosim][lin
   }
 }
 
+TEST_CASE("RTL sums bf16 and fp16 frames at one beat per clock", "[cosim][linerate][elem16]") {
+  // bf16 and fp16 frames of every size from the smallest to the largest the
+  // slot takes (SLOT_ELEMS elements: 64 + 2 * SLOT_ELEMS bytes), to
+  // different slots (8 jobs interleaved) and the 4 contributions to a slot
+  // back to back, from a MAC that never waits: bit-exact against the model,
+  // no frame dropped, the input stage behind the receive FIFO never
+  // stalled. A 9000-byte 16-bit frame carries more than SLOT_ELEMS elements
+  // at this configuration (docs/protocol.md §1: a slot holds SLOT_ELEMS
+  // elements of any type), so it is dropped (DROP_BAD_ELEM_COUNT) by both,
+  // at the same rate.
+  constexpr uint32_t kSlotElems = RtlEngine::kSlotWords * 16;
+  constexpr uint32_t kMax16 = 64 + 2 * kSlotElems;
+  for (const uint8_t type :
+       {static_cast<uint8_t>(wire::ElemType::kBfloat16), static_cast<uint8_t>(wire::ElemType::kFloat16)}) {
+    for (const uint32_t bytes : {66u, 68u, 132u, 256u, 1500u, 4096u, kMax16, 9000u}) {
+      for (const bool same_slot : {false, true}) {
+        INFO("type " << int{type} << ", frame size " << bytes << " bytes, same-slot runs " << same_slot);
+        const Scenario sc = line_rate_scenario(bytes, 8, bytes >= 4096 ? 96 : 384, 4, same_slot, type);
+        StreamShaping mac{0.0, 0.0, 1};
+        mac.mac_source = true;
+        const CompareResult r = compare(sc, shared_rtl(), mac);
+        INFO(r.message);
+        REQUIRE(r.ok);
+        const uint64_t beats_per_frame = (bytes + 63) / 64;
+        CHECK(r.stats.in_beats == beats_per_frame * sc.frame_count());
+        CHECK(r.stats.in_offered_cycles == r.stats.in_beats);
+        CHECK(r.stats.in_stall_cycles == 0);
+        CHECK(r.stats.engine_stall_cycles == 0);
+        CHECK(r.stats.rx_drop_overflow == 0);
+        const bool fits = (bytes - 64) / 2 <= kSlotElems;
+        CHECK(r.emitted == (fits ? sc.frame_count() / 4 : 0));
+        if (!fits) CHECK(counter(shared_rtl(), regmap::kGcDropBadElemCount) == sc.frame_count());
+      }
+    }
+  }
+}
+
 TEST_CASE("Short frames back to back to one slot: one frame per read-add-write loop", "[cosim][linerate]") {
   // The worst case: one job of fan-in 64, so 64 frames in a row add into the
   // same slot words. Each frame's first word waits until the previous
@@ -172,32 +211,35 @@ TEST_CASE("Short frames back to back to one slot: one frame per read-add-write l
   if (kD >= 3) sizes.push_back(64u + 64u * (kD - 2));
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  for (uint32_t bytes : sizes) {
-    INFO("frame size " << bytes << " bytes");
-    // About 9000 clocks whatever D, so that the fixed fill and drain stay near 1%.
-    const uint32_t frames = 64u * ((140u + kD - 1) / kD);
-    const Scenario sc = line_rate_scenario(bytes, 1, frames, 64, true);
-    StreamShaping mac{0.0, 0.0, 1};
-    mac.mac_source = true;
-    const CompareResult r = compare(sc, shared_rtl(), mac);
-    INFO(r.message);
-    REQUIRE(r.ok);
-    const uint64_t beats = (bytes + 63) / 64;
-    CHECK(r.emitted == sc.frame_count() / 64);
-    CHECK(r.stats.rx_drop_overflow == 0);
-    if (beats < kD) {
-      CHECK(r.stats.engine_stall_cycles > 0);
-    } else {
-      CHECK(r.stats.engine_stall_cycles == 0);
+  for (const uint8_t type : {uint8_t{1}, uint8_t{2}, uint8_t{3}}) {
+    for (uint32_t bytes : sizes) {
+      INFO("type " << int{type} << ", frame size " << bytes << " bytes");
+      // About 9000 clocks whatever D, so that the fixed fill and drain stay near 1%.
+      const uint32_t frames = 64u * ((140u + kD - 1) / kD);
+      const Scenario sc = line_rate_scenario(bytes, 1, frames, 64, true, type);
+      StreamShaping mac{0.0, 0.0, 1};
+      mac.mac_source = true;
+      const CompareResult r = compare(sc, shared_rtl(), mac);
+      INFO(r.message);
+      REQUIRE(r.ok);
+      const uint64_t beats = (bytes + 63) / 64;
+      CHECK(r.emitted == sc.frame_count() / 64);
+      CHECK(r.stats.rx_drop_overflow == 0);
+      if (beats < kD) {
+        CHECK(r.stats.engine_stall_cycles > 0);
+      } else {
+        CHECK(r.stats.engine_stall_cycles == 0);
+      }
+      // Steady state: beats per clock = n / max(n, D). Measured over the whole
+      // run (the input FIFO would hide the rate at the input), so the control
+      // pipeline's fill and the drain cost about 1%.
+      const double expect = static_cast<double>(beats) / static_cast<double>(std::max<uint64_t>(beats, kD));
+      const double rate = static_cast<double>(r.stats.in_beats) / static_cast<double>(r.stats.cycles);
+      std::printf("one slot, %u-byte frames of type %d: %.3f beat/clk (n / max(n, D) = %.3f)\n", bytes,
+                  int{type}, rate, expect);
+      CHECK(rate >= expect * 0.97);
+      CHECK(rate <= expect * 1.01);
     }
-    // Steady state: beats per clock = n / max(n, D). Measured over the whole
-    // run (the input FIFO would hide the rate at the input), so the control
-    // pipeline's fill and the drain cost about 1%.
-    const double expect = static_cast<double>(beats) / static_cast<double>(std::max<uint64_t>(beats, kD));
-    const double rate = static_cast<double>(r.stats.in_beats) / static_cast<double>(r.stats.cycles);
-    std::printf("one slot, %u-byte frames: %.3f beat/clk (n / max(n, D) = %.3f)\n", bytes, rate, expect);
-    CHECK(rate >= expect * 0.97);
-    CHECK(rate <= expect * 1.01);
   }
 }
 
@@ -209,6 +251,7 @@ TEST_CASE("RtlEngine: register map identity and entry commands", "[cosim]") {
   CHECK(rtl.reg_read(regmap::kNumSlots) == RtlEngine::kPacketSlots);
   CHECK(rtl.reg_read(regmap::kSlotElems) == RtlEngine::kSlotWords * 16);
   CHECK(rtl.reg_read(regmap::kUdpPort) == 9600u);
+  CHECK(rtl.reg_read(regmap::kElemTypes) == wire::kElemTypeMaskAll);  // fp32, bf16, fp16
   CHECK(rtl.reg_read(regmap::kControl) == regmap::kControlEnable);
   rtl.reg_write(regmap::kEntryIndex, RtlEngine::kTableEntries);
   rtl.reg_write(regmap::kEntryCmd, regmap::kCmdCommit);

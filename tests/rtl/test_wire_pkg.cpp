@@ -77,6 +77,8 @@ TEST_CASE("SystemVerilog wire package mirrors wire.hpp", "[rtl][wire]") {
       {"TYPE_RESULT_DOWN", static_cast<int>(PacketType::kResultDown)},
       {"TYPE_RETRANSMISSION", static_cast<int>(PacketType::kRetransmission)},
       {"ELEM_TYPE_FLOAT32", static_cast<int>(ElemType::kFloat32)},
+      {"ELEM_TYPE_BFLOAT16", static_cast<int>(ElemType::kBfloat16)},
+      {"ELEM_TYPE_FLOAT16", static_cast<int>(ElemType::kFloat16)},
       {"ECN_NOT_ECT", kEcnNotEct},
       {"ECN_ECT1", kEcnEct1},
       {"ECN_ECT0", kEcnEct0},

@@ -16,7 +16,7 @@ module panama_engine_kernel #(
     // Read latency of the slot memory in clocks: the UltraRAM matrix's read
     // register and output registers, 1 + rows + columns of the matrix
     // (panama_engine's default; docs/rtl.md, "Memories").
-    parameter int SLOT_READ_LATENCY = 14
+    parameter int SLOT_READ_LATENCY = 12
 ) (
     input  wire logic         ap_clk,
     // Active-low, synchronous to ap_clk (Vitis convention).

@@ -51,7 +51,7 @@ module panama_two_port_kernel #(
     parameter int NUM_ENTRIES = 64,
     parameter int NUM_SLOTS = 512,
     parameter int SLOT_WORDS = 144,
-    parameter int SLOT_READ_LATENCY = 14,  // of the engine's slot memory (panama_engine_kernel; docs/rtl.md)
+    parameter int SLOT_READ_LATENCY = 12,  // of the engine's slot memory (panama_engine_kernel; docs/rtl.md)
     // The engine's receive frame FIFO in beats (panama_engine).
     parameter int RX_FIFO_DEPTH = 1024,
     // Beats held by each cage-to-cage frame FIFO while the transmit side

@@ -83,7 +83,45 @@ uint32_t random_float_bits(std::mt19937_64& rng) {
   }
 }
 
+// A bf16 or fp16 element: every class the widening and the rounding at
+// emission treat apart (zeros, subnormals, infinities, NaNs, values near the
+// largest finite one, whose sums overflow to infinity when rounded), and
+// moderate magnitudes whose fp32 sums round in every way.
+uint16_t random_half_bits(uint8_t elem_type, std::mt19937_64& rng) {
+  const uint16_t r = static_cast<uint16_t>(rng());
+  if (elem_type == static_cast<uint8_t>(wire::ElemType::kBfloat16)) {
+    return static_cast<uint16_t>(random_float_bits(rng) >> 16);
+  }
+  switch (rng() % 16) {
+    case 0:
+      return r & 0x83FFu;  // subnormal or zero
+    case 1:
+      return (r & 0x8000u) | 0x7C00u;  // infinity
+    case 2:
+      return 0x7C00u | (r & 0x83FFu) | 1u;  // NaN with payload
+    case 3:
+      return r & 0x8000u;  // signed zero
+    case 4:
+      return (r & 0x8000u) | 0x7BC0u | (r & 0x3Fu);  // near the largest finite
+    case 5:
+      return (r & 0x83FFu) | static_cast<uint16_t>((1 + rng() % 3) << 10);  // small normals
+    default: {
+      const uint32_t exp = 5 + static_cast<uint32_t>(rng() % 20);
+      return static_cast<uint16_t>((r & 0x83FFu) | (exp << 10));
+    }
+  }
+}
+
+// A frame of h.elem_count random elements of h.elem_type (fp32, bf16 or fp16).
 Frame make_frame(const wire::Header& h, std::mt19937_64& rng) {
+  if (wire::elem_bytes(h.elem_type) == 2) {
+    std::vector<uint16_t> payload(h.elem_count);
+    for (auto& p : payload) p = random_half_bits(h.elem_type, rng);
+    Frame f(wire::frame_length(h.elem_count, h.elem_type));
+    const uint32_t n = wire::build_frame16(f.data(), static_cast<uint32_t>(f.size()), h, payload.data());
+    f.resize(n);
+    return f;
+  }
   std::vector<uint32_t> payload(h.elem_count);
   for (auto& p : payload) p = random_float_bits(rng);
   Frame f(wire::frame_length(h.elem_count));
@@ -145,8 +183,8 @@ void corrupt(Frame& f, std::mt19937_64& rng) {
     case 4:
       f[wire::kPanamaType] = static_cast<uint8_t>(rng() % 2 ? 0 : 4 + rng() % 250);
       break;
-    case 5:
-      f[wire::kPanamaElemType] = static_cast<uint8_t>(2 + rng() % 200);
+    case 5:  // no element type
+      f[wire::kPanamaElemType] = static_cast<uint8_t>(rng() % 2 ? 0 : 4 + rng() % 200);
       break;
     case 6:
       wire::store_be16(f.data() + wire::kPanamaElemCount, 0);
@@ -204,6 +242,18 @@ Frame foreign_frame(std::mt19937_64& rng, uint16_t port) {
       return f;
     }
   }
+}
+
+// Element type every child uses for (entry, seq), so contributions agree:
+// fp32 about 40%, bf16 and fp16 about 30% each; sequences of one entry mix
+// types, so slot banks of every type follow each other in one slot.
+uint8_t type_for(uint32_t entry, uint32_t seq, uint64_t seed) {
+  uint64_t h =
+      (seed ^ (uint64_t{entry} << 36) ^ (uint64_t{seq} << 3) ^ 0x54595045ull) * 0xD6E8FEB86659FD93ull;
+  h ^= h >> 31;
+  const uint32_t r = static_cast<uint32_t>(h % 10);
+  return static_cast<uint8_t>(r < 4 ? wire::ElemType::kFloat32
+                                    : (r < 7 ? wire::ElemType::kBfloat16 : wire::ElemType::kFloat16));
 }
 
 // Element count every child uses for (entry, seq), so contributions agree.
@@ -309,7 +359,16 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
       const uint32_t seq = e.lo + static_cast<uint32_t>(rng() % (2 * e.slot_count + 2));
       uint16_t elems = elems_for(ei, seq, opt.max_elems, seed);
       if (rng() % 60 == 0) elems = static_cast<uint16_t>(elems % opt.max_elems + 1);  // count mismatch
+      uint8_t type = type_for(ei, seq, seed);
+      if (rng() % 40 == 0) type = static_cast<uint8_t>(1 + (type + rng() % 2) % 3);  // type mismatch
+      // a 16-bit frame over the slot's capacity (it would fit in a frame)
+      if (wire::elem_bytes(type) == 2 && rng() % 150 == 0 &&
+          kSlotCapacity < wire::max_elems_per_frame(type)) {
+        elems = static_cast<uint16_t>(kSlotCapacity + 1 +
+                                      rng() % (wire::max_elems_per_frame(type) - kSlotCapacity));
+      }
       wire::Header h = base_header(job, tree, child, seq, elems, port, rng);
+      h.elem_type = type;
       if (unit(rng) < opt.retransmission) h.type = static_cast<uint8_t>(wire::PacketType::kRetransmission);
       fr = make_frame(h, rng);
       if (rng() % 30 == 0) fr.resize(fr.size() + 1 + rng() % 100, 0x5A);  // trailing bytes: bad length
@@ -358,8 +417,8 @@ Scenario random_scenario(uint64_t seed, const TrafficOptions& opt) {
 }
 
 Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames, uint32_t fan_in,
-                            bool same_slot_runs) {
-  std::mt19937_64 rng(frame_bytes * 7919ull + jobs);
+                            bool same_slot_runs, uint8_t elem_type) {
+  std::mt19937_64 rng(frame_bytes * 7919ull + jobs + 1000003ull * (elem_type - 1u));
   Scenario sc;
   sc.seed = 0;
   sc.setup.push_back({kControl, kControlReset | kControlEnable});
@@ -381,7 +440,8 @@ Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames
   // (the port's reset value) makes the frames meet a settled engine in every
   // configuration: the rates measured are the data path's, not the clear's.
   sc.setup.push_back({kUdpPort, wire::kDefaultUdpPort});
-  const uint16_t elems = static_cast<uint16_t>((frame_bytes - wire::kPayloadOffset) / 4);
+  const uint16_t elems =
+      static_cast<uint16_t>((frame_bytes - wire::kPayloadOffset) / std::max(2u, wire::elem_bytes(elem_type)));
   sc.segments.resize(1);
   sc.between.resize(1);
   uint32_t seq = 0;
@@ -391,6 +451,7 @@ Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames
       const uint32_t c = same_slot_runs ? i % fan_in : i / jobs;
       wire::Header h = base_header(static_cast<uint16_t>(j), 0, static_cast<uint16_t>(c), seq, elems,
                                    wire::kDefaultUdpPort, rng);
+      h.elem_type = elem_type;
       sc.segments[0].push_back(make_frame(h, rng));
     }
     ++seq;

@@ -99,6 +99,24 @@ int main(int argc, char** argv) {
         print_stats(label.c_str(), r);
         if (!r.ok) rc = report_failure(sc, r, fail_dir);
       }
+      // bf16 and fp16: the same sizes up to the largest frame a slot takes
+      // (SLOT_ELEMS elements of 2 bytes).
+      const uint32_t max16 = 64 + 2 * RtlEngine::kSlotWords * 16;
+      for (const uint8_t type : {uint8_t{2}, uint8_t{3}}) {
+        const char* tname = type == 2 ? "bf16" : "fp16";
+        std::printf("\n%s frames, 8 jobs x 4 children (same-slot runs, then interleaved):\n", tname);
+        for (bool same_slot : {true, false}) {
+          for (uint32_t bytes : {68u, 128u, 256u, 512u, 1024u, 1500u, 4096u, max16}) {
+            if (bytes > max16) continue;
+            const Scenario sc = line_rate_scenario(bytes, 8, bench_frames, 4, same_slot, type);
+            const CompareResult r = compare(sc, rtl, StreamShaping{0.0, 0.0, 1, true});
+            const std::string label =
+                std::string(tname) + " " + std::to_string(bytes) + " B" + (same_slot ? "" : " interleaved");
+            print_stats(label.c_str(), r);
+            if (!r.ok) rc = report_failure(sc, r, fail_dir);
+          }
+        }
+      }
       std::printf("\nframes to different slots (8 jobs interleaved):\n");
       for (uint32_t bytes : {68u, 128u, 256u}) {
         const Scenario sc = line_rate_scenario(bytes, 8, bench_frames, 4, false);

@@ -50,8 +50,8 @@
 namespace panama {
 
 // ElemTypes: the element types it sums (wire::kElemTypeMask*); all three by
-// default, fp32 only where it stands for an engine that sums only fp32 (the
-// RTL's reference in co-simulation).
+// default (as the HLS kernel and the RTL engine), fp32 only where it stands
+// for an engine that sums only fp32.
 template <uint32_t NumEntries = kEngineTableEntries, uint32_t NumSlots = kEnginePacketSlots,
           uint32_t SlotWords = kEngineSlotWords, uint32_t ElemTypes = wire::kElemTypeMaskAll>
 class Engine {

@@ -391,7 +391,7 @@ struct WriteQueue {
 // The rules for an engine of these sizes (and, through it, the types of the
 // three pieces of rule state): SlotWords x 16 fp32 accumulators per bank.
 // The kernel sums every element type; ElemTypes = fp32 only stands for an
-// engine that drops 16-bit frames (as the RTL does), for comparisons with it.
+// engine that drops 16-bit frames, for comparisons with one.
 template <uint32_t NumEntries, uint32_t NumSlots, uint32_t SlotWords,
           uint32_t ElemTypes = wire::kElemTypeMaskAll>
 using Rules = EngineRules<NumEntries, NumSlots, SlotWords * kLanes, ElemTypes>;

@@ -38,8 +38,8 @@
 namespace panama {
 
 // ElemTypes: the element types the kernel sums (all three, as the card is
-// built); fp32 only stands for an engine that drops 16-bit frames (the
-// RTL's co-simulation compares against that).
+// built, and as the RTL engine its co-simulation compares with); fp32 only
+// stands for an engine that drops 16-bit frames.
 template <uint32_t NumEntries = kEngineTableEntries, uint32_t NumSlots = kEnginePacketSlots,
           uint32_t SlotWords = kEngineSlotWords, uint32_t ElemTypes = wire::kElemTypeMaskAll>
 class KernelCsim {

@@ -49,18 +49,23 @@ struct TrafficOptions {
 };
 
 // A random scenario: several jobs and trees, interleaved, with duplicates,
-// retransmissions, malformed and foreign frames.
+// retransmissions, malformed and foreign frames; fp32, bf16 and fp16
+// contributions mixed (one type per sequence of an entry, so per slot bank,
+// with about 1 frame in 40 of another type: DROP_TYPE_MISMATCH), and now and
+// then a 16-bit frame over the slot's capacity.
 Scenario random_scenario(uint64_t seed, const TrafficOptions& opt);
 
 // Line-rate scenario: `jobs` entries of fan-in `fan_in` (children 0 ..
 // fan_in - 1, at most 64), every frame `frame_bytes` long (a PANAMA frame of
-// that size). Order: `same_slot_runs` sends the fan_in contributions to one
-// slot back to back (then the next job), so consecutive frames hit the same
-// slot words (read-after-write hazards); otherwise jobs are interleaved, so
-// consecutive frames go to different slots (a slot recurs every `jobs`
-// frames).
+// that size, elements of `elem_type`: (frame_bytes - 64) / 4 fp32 or / 2
+// bf16 or fp16 elements; a 16-bit frame with more than SLOT_ELEMS elements
+// is dropped by the engines, DROP_BAD_ELEM_COUNT). Order: `same_slot_runs`
+// sends the fan_in contributions to one slot back to back (then the next
+// job), so consecutive frames hit the same slot words (read-after-write
+// hazards); otherwise jobs are interleaved, so consecutive frames go to
+// different slots (a slot recurs every `jobs` frames).
 Scenario line_rate_scenario(uint32_t frame_bytes, uint32_t jobs, uint32_t frames, uint32_t fan_in = 4,
-                            bool same_slot_runs = true);
+                            bool same_slot_runs = true, uint8_t elem_type = 1);
 
 // A scenario from recorded frames (a pcap), with a table that aggregates
 // every (job, tree) found in it (fan-in = number of children seen).

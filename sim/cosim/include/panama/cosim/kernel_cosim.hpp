@@ -16,11 +16,10 @@
 
 namespace panama::cosim {
 
-// The kernel in the RTL's configuration: its sizes, and fp32 only (ELEM_TYPES
-// 0x2), as the RTL sums fp32 only (16-bit contributions are dropped as bad
-// element type by both).
+// The kernel in the RTL's configuration: its sizes, and the same element
+// types (fp32, bf16 and fp16: ELEM_TYPES 0xE on both).
 using KernelModel = KernelCsim<RtlEngine::kTableEntries, RtlEngine::kPacketSlots, RtlEngine::kSlotWords,
-                               wire::kElemTypeMaskFloat32>;
+                               wire::kElemTypeMaskAll>;
 
 // How the kernel's C simulation is driven (the untimed counterpart of
 // StreamShaping: only the order of beats, invocations and drains varies).

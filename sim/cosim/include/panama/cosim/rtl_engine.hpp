@@ -77,9 +77,9 @@ class RtlEngine {
   // Clocks of the slot-word read-add-write loop (panama_datapath ADD_LAT):
   // two contributions to one word are issued at least this far apart.
   static constexpr uint32_t kAddLoopClocks = 2;
-  // The model of this engine: the same sizes, and fp32 only (ELEM_TYPES 0x2),
-  // as the RTL sums fp32 only.
-  using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords, wire::kElemTypeMaskFloat32>;
+  // The model of this engine: the same sizes and the same element types,
+  // fp32, bf16 and fp16 (ELEM_TYPES 0xE).
+  using ModelEngine = Engine<kTableEntries, kPacketSlots, kSlotWords, wire::kElemTypeMaskAll>;
 
   // `vcd_path`: write a waveform (only when built with PANAMA_RTL_TRACE).
   explicit RtlEngine(const std::string& vcd_path = "");
