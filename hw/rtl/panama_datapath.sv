@@ -236,8 +236,9 @@ module panama_datapath #(
     p_out[1] <= f_out;
     p_last[1] <= f_last_out;
     p_lastb1 <= cur_last_bytes;
-    // the last output beat's tkeep, one stage later (64 - bytes zero bits on top)
-    p_keep[2] <= p_last[1] ? (64'hFFFFFFFFFFFFFFFF >> (7'd64 - p_lastb1)) : '1;
+    // the last output beat's tkeep, one stage later: byte j is kept when
+    // j < bytes (a compare with a constant per bit, not a shifter)
+    for (int j = 0; j < 64; j++) p_keep[2][j] <= !p_last[1] || 7'(j) < p_lastb1;
     for (int k = 2; k <= NST; k++) begin
       p_wm[k] <= rst ? 2'b00 : p_wm[k-1];
       p_addr[k] <= p_addr[k-1];
