@@ -56,6 +56,10 @@ constexpr uint32_t kElemTypeMaskAll = (1u << 1) | (1u << 2) | (1u << 3);
 constexpr uint32_t elem_bytes(uint8_t elem_type) {
   return elem_type == 1 ? 4u : (elem_type == 2 || elem_type == 3) ? 2u : 0u;
 }
+// A type's short name ("fp32", "bf16", "fp16"), nullptr for a value that is not a type.
+constexpr const char* elem_type_name(uint8_t elem_type) {
+  return elem_type == 1 ? "fp32" : elem_type == 2 ? "bf16" : elem_type == 3 ? "fp16" : nullptr;
+}
 constexpr bool elem_type_in(uint8_t elem_type, uint32_t mask) {
   return elem_type >= 1 && elem_type <= 3 && ((mask >> elem_type) & 1u) != 0;
 }

@@ -174,18 +174,6 @@ inline bool wire_type_of(at::ScalarType t, wire::ElemType& out) {
   }
 }
 
-inline const char* wire_type_name(wire::ElemType t) {
-  switch (t) {
-    case wire::ElemType::kFloat32:
-      return "fp32";
-    case wire::ElemType::kBfloat16:
-      return "bf16";
-    case wire::ElemType::kFloat16:
-      return "fp16";
-  }
-  return "?";
-}
-
 // One PANAMA collective (one Work): direct (the runtime reduces the tensor's
 // memory in place) or staged (in chunks through pool buffers).
 struct OpState;
@@ -417,7 +405,7 @@ class PanamaGroup : public Base {
     if (stop_) throw std::runtime_error("panama: the process group was shut down (destroy_process_group)");
     op->index = ++issued_;
     ++allreduces_;
-    ++by_type_[wire_type_name(type)];
+    ++by_type_[wire::elem_type_name(static_cast<uint8_t>(type))];
     if (stage) {
       ++staged_ops_;
       staged_chunks_ += op->chunks.chunks;

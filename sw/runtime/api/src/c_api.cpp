@@ -210,16 +210,11 @@ panama_status panama_allreduce_typed_async(panama_comm* comm, void* data, size_t
 }
 
 const char* panama_dtype_name(panama_dtype dtype) {
-  switch (static_cast<int>(dtype)) {
-    case PANAMA_FLOAT32:
-      return "fp32";
-    case PANAMA_BFLOAT16:
-      return "bf16";
-    case PANAMA_FLOAT16:
-      return "fp16";
-    default:
-      return "unknown dtype";
-  }
+  // PANAMA_FLOAT32/BFLOAT16/FLOAT16 are the wire's element type codes.
+  const int code = static_cast<int>(dtype);
+  const char* name =
+      code >= 0 && code <= 255 ? panama::wire::elem_type_name(static_cast<uint8_t>(code)) : nullptr;
+  return name ? name : "unknown dtype";
 }
 
 panama_status panama_request_test(panama_request* req, int* done) {

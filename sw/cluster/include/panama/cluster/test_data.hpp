@@ -36,15 +36,8 @@ namespace panama::cluster {
 
 // "fp32", "bf16", "fp16" (the --dtype values); "?" for anything else.
 inline const char* dtype_name(wire::ElemType t) {
-  switch (t) {
-    case wire::ElemType::kFloat32:
-      return "fp32";
-    case wire::ElemType::kBfloat16:
-      return "bf16";
-    case wire::ElemType::kFloat16:
-      return "fp16";
-  }
-  return "?";
+  const char* name = wire::elem_type_name(static_cast<uint8_t>(t));
+  return name ? name : "?";
 }
 
 // The type named `name` (dtype_name's names); false for anything else.
