@@ -94,13 +94,14 @@ TEST_CASE("cluster data16: elements are exact in their type, sums exact in fp32,
   for (wire::ElemType t : kTypes) {
     INFO(dtype_name(t));
     const uint32_t world = kMaxExactWorkers;
-    size_t inexact = 0, not_fp32 = 0, rounded = 0, ties = 0;
+    size_t inexact = 0, not_fp32 = 0, rounded = 0, ties = 0, bits_differ = 0;
     const size_t n = 4000;
     for (size_t k = 0; k < n; ++k) {
       double sum = 0, sum4 = 0;
       for (uint32_t r = 0; r < world; ++r) {
         const double x = exact_value16(stream_base(7, 0, r), k, t);
         inexact += value16(round16(x, t), t) != x;
+        bits_differ += exact_bits16(x, t) != round16(x, t);  // fill_tensor16's fast conversion
         sum += x;
         if (r < 4) sum4 += x;
         not_fp32 += static_cast<double>(static_cast<float>(sum)) != sum;  // every partial sum
@@ -112,6 +113,7 @@ TEST_CASE("cluster data16: elements are exact in their type, sums exact in fp32,
       CHECK(round16(sum, t) != (t == wire::ElemType::kBfloat16 ? 0x7F80 : 0x7C00));  // no overflow
     }
     CHECK(inexact == 0);
+    CHECK(bits_differ == 0);
     CHECK(not_fp32 == 0);
     // Four workers: most sums need rounding, a fair share of them are ties.
     CHECK(rounded > n / 2);

@@ -375,6 +375,112 @@ TEST_CASE("a flow on an idle network finishes in its ideal time", "[network]") {
   }
 }
 
+TEST_CASE("jumbo frames: background segments of --background-mtu, in their ideal time", "[network]") {
+  Options o = small_fabric(1);
+  o.jobs = 0;
+  o.host_gbps = 10;
+  o.fabric_gbps = 40;
+  o.link_delay_us = 2;
+  o.mtu = 9000;
+  o.background_mtu = 9000;
+  o.flows = {{0, 2, 50000, 0}, {1, 3, 8948, 300}, {3, 0, 100000, 600}};
+  const RunResult r = panama::netsim::run_simulation(o);
+  REQUIRE(r.flows.size() == 3);
+  for (const auto& f : r.flows) {
+    // As for the 1500-byte MTU above, with segments of 9000 - 52 bytes.
+    const std::vector<double> gbps = {10, 40, 40, 10};
+    const uint64_t segs = (f.bytes + 8947) / 8948;
+    const double first = static_cast<double>(std::min<uint64_t>(f.bytes, 8948) + 54);
+    double ns = 0;
+    for (double g : gbps) ns += 2 * (2000 + 62 * 8 / g) + 2000 + first * 8 / g;
+    ns += (static_cast<double>(f.bytes + 54 * segs) - first) * 8 / 10;
+    const double tol = static_cast<double>(gbps.size()) * 54 * 8 / 10;
+    INFO("flow " << f.id << " bytes " << f.bytes << " fct " << f.fct_us * 1e3 << " ns, expected " << ns);
+    CHECK(std::fabs(f.fct_us * 1e3 - ns) <= tol);
+    CHECK(std::fabs(f.ideal_us * 1e3 - ns) <= tol);
+  }
+}
+
+TEST_CASE("jumbo frames: PANAMA packets of 2048 elements and the ring's 8948-byte segments, exact",
+          "[network]") {
+  for (const char* dtype : {"fp32", "bf16"}) {
+    Options o = small_fabric(panama::test::test_seed("netsim jumbo"));
+    o.racks = 2;
+    o.hosts_per_rack = 4;
+    o.jobs = 2;
+    o.workers_per_job = 4;
+    o.models = {"resnet50", "vgg16"};
+    o.mtu = 9000;
+    o.elems_per_packet = 2048;
+    o.dtype = dtype;
+    INFO(dtype);
+    const RunResult r = panama::netsim::run_simulation(o);
+    require_all_exact(o, r);
+    // Each root emits one result per chunk of 2048 elements and iteration.
+    uint64_t chunks = 0, emitted = 0;
+    for (const auto& job : r.summary["jobs"]) chunks += chunks_of(o, job) * o.iterations;
+    for (const auto& p : r.summary["pswitches"]) emitted += p["emitted"].get<uint64_t>();
+    CHECK(emitted >= chunks);
+    CHECK(r.summary["options"]["mtu"].get<uint32_t>() == 9000);
+  }
+  // The ring: a job's link to a host of the other rack carries its bytes
+  // in segments of 9000 - 52 bytes, each with 54 bytes of headers.
+  Options o = small_fabric(1);
+  o.racks = 2;
+  o.hosts_per_rack = 1;
+  o.spines = 1;
+  o.workers_per_job = 2;
+  o.scheme = Scheme::kRing;
+  o.ring_order = "flat";
+  for (uint32_t mtu : {1500u, 9000u}) {
+    o.mtu = mtu;
+    const RunResult r = panama::netsim::run_simulation(o);
+    REQUIRE(r.summary["finished"].get<bool>());
+    const uint64_t sent = r.summary["jobs"][0]["workers"][0]["ring_bytes_sent"].get<uint64_t>();
+    // leaf0 -> spine0 carries rank 0's data and its ACKs of rank 1's data;
+    // the data alone: sent + 54 per segment (segments are full but the last
+    // of each send).
+    const uint64_t on_link = link_bytes(r, "leaf0", "spine0");
+    const double mss = mtu - 52.0;
+    const double data_min = static_cast<double>(sent) * (1 + 54 / mss);
+    INFO("MTU " << mtu << ": " << sent << " bytes sent, " << on_link << " on leaf0 -> spine0");
+    CHECK(static_cast<double>(on_link) >= data_min);
+    // ACKs (54 bytes, one per segment with DelAckCount 1) and the
+    // handshake add at most 2 x 60 bytes per segment of the peer.
+    CHECK(static_cast<double>(on_link) <= data_min + 2 * 60 * (static_cast<double>(sent) / mss + 64));
+  }
+}
+
+TEST_CASE("ring channels: the stream striped over several connections arrives whole", "[network]") {
+  Options o = small_fabric(panama::test::test_seed("netsim ring channels"));
+  o.racks = 2;
+  o.hosts_per_rack = 4;
+  o.jobs = 2;
+  o.workers_per_job = 4;
+  o.models = {"resnet50", "vgg16"};
+  o.scheme = Scheme::kRing;
+  o.ring_segment_kb = 4;  // stripes of 4 KiB: every bucket spans several
+  o.load = 0.3;
+  o.duration_ms = 0;
+  for (uint32_t channels : {1u, 3u, 4u}) {
+    o.ring_channels = channels;
+    INFO(channels << " channels");
+    const RunResult r = panama::netsim::run_simulation(o);
+    REQUIRE(r.summary["finished"].get<bool>());
+    CHECK(r.summary["options"]["ring_channels"].get<uint32_t>() == channels);
+    for (const auto& job : r.summary["jobs"]) {
+      CHECK(job["iterations_done"].get<uint32_t>() == o.iterations);
+      const uint64_t n = job["workers"].size();
+      const uint64_t chunk = (job["gradient_bytes"].get<uint64_t>() + n - 1) / n;
+      for (const auto& w : job["workers"]) {
+        // What each worker sends and receives is the ring's, whatever the striping.
+        CHECK(w["ring_bytes_sent"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+        CHECK(w["ring_bytes_received"].get<uint64_t>() == o.iterations * 2 * (n - 1) * chunk);
+      }
+    }
+  }
+}
+
 TEST_CASE("flow-level ECMP keeps a flow on one spine and spreads flows over all", "[network]") {
   Options o = small_fabric(panama::test::test_seed("netsim ecmp"));
   o.racks = 2;
@@ -462,7 +568,21 @@ TEST_CASE("bad options and input files are rejected with a clear message", "[net
   CHECK_THAT(parse_error({"--flow", "3:99:100"}), Contains("host index"));
   CHECK_THAT(parse_error({"--flow", "garbage"}), Contains("expected <src host>"));
   CHECK_THAT(parse_error({"--ecn-k-kb", "2000"}), Contains("below the buffer"));
-  CHECK_THAT(parse_error({"--elems-per-packet", "400"}), Contains("1500-byte MTU"));
+  CHECK_THAT(parse_error({"--elems-per-packet", "400"}),
+             Contains("1..362 (a fp32 PANAMA packet fits the 1500-byte MTU"));
+  CHECK(parse_error({"--elems-per-packet", "725", "--dtype", "bf16"}).empty());
+  CHECK_THAT(parse_error({"--elems-per-packet", "726", "--dtype", "bf16"}), Contains("1..725"));
+  CHECK(parse_error({"--mtu", "9000", "--elems-per-packet", "2237"}).empty());
+  CHECK_THAT(parse_error({"--mtu", "9000", "--elems-per-packet", "2238"}), Contains("1..2237"));
+  CHECK_THAT(parse_error({"--mtu", "9000", "--elems-per-packet", "4000", "--dtype", "fp16"}),
+             Contains("1..2304 (a fp16 PANAMA packet fits the 9000-byte MTU and an engine slot of 2304"));
+  CHECK_THAT(parse_error({"--mtu", "1400"}), Contains("--mtu: 1500..9000"));
+  CHECK_THAT(parse_error({"--mtu", "9001"}), Contains("--mtu: 1500..9000"));
+  CHECK_THAT(parse_error({"--background-mtu", "9000"}), Contains("--background-mtu: 1500..--mtu"));
+  CHECK_THAT(parse_error({"--mtu", "9000", "--buffer-kb", "8", "--ecn-k-kb", "4"}),
+             Contains("--buffer-kb: at least one full-size packet (10 KB)"));
+  CHECK_THAT(parse_error({"--scheme", "ring", "--ring-channels", "0"}), Contains("--ring-channels: 1..16"));
+  CHECK_THAT(parse_error({"--scheme", "ring", "--ring-channels", "17"}), Contains("--ring-channels: 1..16"));
   CHECK_THAT(parse_error({"--workers-per-job", "1"}), Contains("at least 2"));
   CHECK(parse_error({"--racks", "2", "--load", "0.5", "--scheme", "ring"}).empty());
   CHECK_THAT(parse_error({"--topology", "fat-tree", "--k", "5"}),
@@ -479,7 +599,8 @@ TEST_CASE("bad options and input files are rejected with a clear message", "[net
   CHECK_THAT(parse_error({"--pfc-xoff-kb", "50"}), Contains("--pfc-xoff-kb: only with --lossless"));
   CHECK_THAT(parse_error({"--lossless", "--pfc-xoff-kb", "50", "--pfc-xon-kb", "50"}),
              Contains("below --pfc-xoff-kb"));
-  CHECK_THAT(parse_error({"--lossless", "--pfc-xoff-kb", "1"}), Contains("at least 2 KB"));
+  CHECK_THAT(parse_error({"--lossless", "--pfc-xoff-kb", "1"}),
+             Contains("at least one full-size packet (2 KB)"));
 
   const std::string dir = panama::test::temp_dir("netsim-cdf");
   const std::string path = dir + "/bad.txt";

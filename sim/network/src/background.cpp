@@ -119,7 +119,6 @@ void Sim::flow_done(BgFlow& f) {
 
 }  // namespace detail
 
-using detail::kMss;
 using detail::kTcpDataOverhead;
 using detail::kTcpSynBytes;
 
@@ -132,8 +131,9 @@ double ideal_fct_path_us(const Options& o, uint64_t bytes, uint32_t fabric_links
   for (uint32_t i = 0; i < fabric_links; ++i) rates.push_back(o.fabric_gbps);
   rates.push_back(o.host_gbps);
   const double delay_ns = o.link_delay_us * 1e3;
-  const uint64_t first = std::min<uint64_t>(bytes, kMss);
-  const uint64_t packets = (bytes + kMss - 1) / kMss;
+  const uint64_t mss = o.background_mss();
+  const uint64_t first = std::min<uint64_t>(bytes, mss);
+  const uint64_t packets = (bytes + mss - 1) / mss;
   double handshake = 0, one_way = 0, slowest = rates[0];
   for (double g : rates) {
     handshake += 2 * (delay_ns + kTcpSynBytes * 8 / g);

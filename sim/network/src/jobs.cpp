@@ -356,16 +356,22 @@ void Sim::start_jobs() {
           if (!used) continue;
           Worker& next = *workers_[job.workers[job.ring_next[l][w.rank]]];
           next.links[l].prev_host = w.host;
-          Ptr<ns3::Socket> s = create_ring_socket(hosts_[w.host].node);
-          w.links[l].tx = s;
-          s->Bind();
-          s->SetConnectCallback(ns3::MakeCallback(&Sim::ring_connected, this),
-                                ns3::MakeCallback(&Sim::ring_failed, this));
-          s->SetSendCallback(ns3::MakeCallback(&Sim::ring_fill_cb, this));
-          worker_by_tx_socket_[ns3::PeekPointer(s)] = wi;
-          // Connections open when the simulation starts (devices are initialised then).
+          next.links[l].ch_recv.assign(o_.ring_channels, 0);
           const ns3::InetSocketAddress peer(Ipv4Address(hosts_[next.host].ip), kRingPort);
-          ns3::Simulator::Schedule(ns3::Seconds(0), [s, peer]() { s->Connect(peer); });
+          for (uint32_t c = 0; c < o_.ring_channels; ++c) {
+            Ptr<ns3::Socket> s = create_ring_socket(hosts_[w.host].node);
+            w.links[l].tx.push_back(s);
+            s->Bind();
+            ns3::Address local;
+            s->GetSockName(local);
+            ring_channel_of_[{w.host, ns3::InetSocketAddress::ConvertFrom(local).GetPort()}] = c;
+            s->SetConnectCallback(ns3::MakeCallback(&Sim::ring_connected, this),
+                                  ns3::MakeCallback(&Sim::ring_failed, this));
+            s->SetSendCallback(ns3::MakeCallback(&Sim::ring_fill_cb, this));
+            worker_by_tx_socket_[ns3::PeekPointer(s)] = wi;
+            // Connections open when the simulation starts (devices are initialised then).
+            ns3::Simulator::Schedule(ns3::Seconds(0), [s, peer]() { s->Connect(peer); });
+          }
         }
       }
     }
@@ -507,9 +513,18 @@ void Sim::finish_iteration(Worker& w) {
     if (o_.verify && job.elem_bytes == 2) {
       // Rounded once per engine level (docs/protocol.md section 7): the
       // reference rounds each leaf's partial sum, then the root's.
-      w.mismatches += cluster::check_tensor16(w.data16.data(), job.elems, job.dtype, o_.seed, w.iteration,
-                                              static_cast<uint32_t>(job.workers.size()), job.leaf_of_rank)
-                          .mismatches;
+      // The reference once per iteration, every worker compared with it.
+      auto& ref = job.reference16[w.iteration];
+      if (ref.first.empty()) {
+        ref.first.resize(job.elems);
+        cluster::reference_tensor16(ref.first.data(), job.elems, job.dtype, o_.seed, w.iteration,
+                                    static_cast<uint32_t>(job.workers.size()), job.leaf_of_rank);
+        ref.second = static_cast<uint32_t>(job.workers.size());
+      }
+      cluster::Check16 c;
+      cluster::compare16(w.data16.data(), ref.first.data(), job.elems, c);
+      w.mismatches += c.mismatches;
+      if (--ref.second == 0) job.reference16.erase(w.iteration);
     } else if (o_.verify) {
       auto& ref = job.reference[w.iteration];
       if (ref.first.empty()) {
@@ -560,17 +575,24 @@ void Sim::ring_fill(Worker& w) {
   if (!w.ring_active) return;
   const Job::RingPhase& p = jobs_[w.job].ring[w.bucket][w.phase];
   Worker::RingLink& l = w.links[p.link];
-  if (!l.tx) return;
+  if (l.tx.empty()) return;
   const uint64_t base = l.base;
   const uint64_t got = std::min(p.total, l.recv > base ? l.recv - base : 0);
   const uint64_t whole = got / p.chunk;
   const uint64_t part = got % p.chunk;
   const uint64_t allowed = std::min(p.total, p.chunk * (1 + whole) + (part / p.seg) * p.seg);
+  const uint64_t stripe = uint64_t{o_.ring_segment_kb} * 1024;
+  const uint64_t channels = l.tx.size();
   while (l.sent < base + allowed) {
-    const uint32_t room = l.tx->GetTxAvailable();
+    // The stream in order: the stripe at `sent` on its channel, up to the stripe's end.
+    const uint64_t s = l.sent / stripe;
+    const Ptr<ns3::Socket>& tx = l.tx[s % channels];
+    const uint32_t room = tx->GetTxAvailable();
     if (room == 0) break;
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({room, base + allowed - l.sent, 65536}));
-    if (l.tx->Send(ns3::Create<ns3::Packet>(n)) < 0) break;
+    const uint64_t stripe_left = channels == 1 ? UINT64_MAX : (s + 1) * stripe - l.sent;
+    const uint32_t n =
+        static_cast<uint32_t>(std::min<uint64_t>({room, base + allowed - l.sent, stripe_left, 65536}));
+    if (tx->Send(ns3::Create<ns3::Packet>(n)) < 0) break;
     l.sent += n;
   }
 }
@@ -607,6 +629,7 @@ Ptr<ns3::Socket> Sim::create_ring_socket(Ptr<ns3::Node> node) const {
   if (!tcp) throw std::logic_error("internal: a ring socket is not TCP");
   if (o_.ring_tcp != "dctcp")
     tcp->SetUseEcn(o_.ring_ecn ? ns3::TcpSocketState::On : ns3::TcpSocketState::Off);
+  tcp->SetAttribute("SegmentSize", ns3::UintegerValue(o_.gradient_mss()));
   tcp->SetAttribute("SndBufSize", ns3::UintegerValue(uint64_t{o_.ring_sockbuf_kb} * 1024));
   tcp->SetAttribute("RcvBufSize", ns3::UintegerValue(uint64_t{o_.ring_sockbuf_kb} * 1024));
   return tcp;
@@ -625,16 +648,31 @@ void Sim::ring_accept(Ptr<ns3::Socket> s, const ns3::Address& from) {
   uint32_t link = 0;
   while (link < 2 && w->links[link].prev_host != peer) ++link;
   if (link == 2) return;
-  worker_by_rx_socket_[ns3::PeekPointer(s)] = {jobs_[w->job].workers[w->rank], link};
+  const auto ch = ring_channel_of_.find({peer, ns3::InetSocketAddress::ConvertFrom(from).GetPort()});
+  if (ch == ring_channel_of_.end()) return;
+  worker_by_rx_socket_[ns3::PeekPointer(s)] = {jobs_[w->job].workers[w->rank], link, ch->second};
   s->SetRecvCallback(ns3::MakeCallback(&Sim::ring_recv, this));
 }
 
 void Sim::ring_recv(Ptr<ns3::Socket> s) {
-  const auto [wi, link] = worker_by_rx_socket_.at(ns3::PeekPointer(s));
-  Worker& w = *workers_[wi];
+  const RingRx rx = worker_by_rx_socket_.at(ns3::PeekPointer(s));
+  Worker& w = *workers_[rx.worker];
+  Worker::RingLink& l = w.links[rx.link];
   while (Ptr<ns3::Packet> p = s->Recv()) {
     if (p->GetSize() == 0) break;
-    w.links[link].recv += p->GetSize();
+    l.ch_recv[rx.channel] += p->GetSize();
+  }
+  // The stream's received prefix: the first stripe not yet whole, s* = min
+  // over channels c of (whole stripes of c) x C + c, plus what its channel
+  // has of it.
+  const uint64_t channels = l.ch_recv.size();
+  if (channels == 1) {
+    l.recv = l.ch_recv[0];
+  } else {
+    const uint64_t stripe = uint64_t{o_.ring_segment_kb} * 1024;
+    uint64_t first = UINT64_MAX;
+    for (uint64_t c = 0; c < channels; ++c) first = std::min(first, (l.ch_recv[c] / stripe) * channels + c);
+    l.recv = first * stripe + l.ch_recv[first % channels] % stripe;
   }
   ring_fill(w);
   ring_check(w);

@@ -276,23 +276,37 @@ void validate(const Options& o) {
   positive(o.host_gbps, "--host-gbps");
   positive(o.fabric_gbps, "--fabric-gbps");
   if (!(o.link_delay_us >= 0) || !std::isfinite(o.link_delay_us)) fail("--link-delay-us: must be >= 0");
-  if (o.buffer_kb < 2) fail("--buffer-kb: at least 2 KB (one full-size packet)");
+  if (o.mtu < 1500 || o.mtu > 9000) fail("--mtu: 1500..9000 bytes");
+  if (o.background_mtu < 1500 || o.background_mtu > o.mtu) fail("--background-mtu: 1500..--mtu bytes");
+  // A full-size frame (MTU + PPP) must fit every buffer and PFC threshold.
+  const uint32_t frame_kb = (o.mtu + 2 + 999) / 1000;
+  if (o.buffer_kb < frame_kb)
+    fail("--buffer-kb: at least one full-size packet (" + std::to_string(frame_kb) + " KB)");
   if (o.ecn_k_kb >= o.buffer_kb && !o.lossless)
     fail("--ecn-k-kb: the marking threshold must be below the buffer (--buffer-kb)");
   if (o.lossless) {
-    if (o.pfc_xoff_kb < 2) fail("--pfc-xoff-kb: at least 2 KB (one full-size packet)");
+    if (o.pfc_xoff_kb < frame_kb)
+      fail("--pfc-xoff-kb: at least one full-size packet (" + std::to_string(frame_kb) + " KB)");
     if (o.pfc_xon_kb >= o.pfc_xoff_kb) fail("--pfc-xon-kb: must be below --pfc-xoff-kb");
-    if (o.pfc_headroom_kb != 0 && o.pfc_headroom_kb < 2)
-      fail("--pfc-headroom-kb: at least 2 KB (one full-size packet), or 0 for the computed headroom");
+    if (o.pfc_headroom_kb != 0 && o.pfc_headroom_kb < frame_kb)
+      fail("--pfc-headroom-kb: at least one full-size packet (" + std::to_string(frame_kb) +
+           " KB), or 0 for the computed headroom");
   }
   positive(o.engine_gbps, "--engine-gbps");
   if (!(o.engine_latency_us >= 0) || !std::isfinite(o.engine_latency_us))
     fail("--engine-latency-us: must be >= 0");
   if (o.packet_memory < 1 || o.packet_memory > 512) fail("--packet-memory: 1..512 slots");
-  if (o.elems_per_packet < 1 || o.elems_per_packet > 362)
-    fail("--elems-per-packet: 1..362 (a PANAMA packet must fit the 1500-byte MTU)");
   if (o.dtype != "fp32" && o.dtype != "bf16" && o.dtype != "fp16")
     fail("--dtype: fp32, bf16 or fp16, not '" + o.dtype + "'");
+  {
+    // IPv4 + UDP + PANAMA header, then the elements; at most a slot of the engine.
+    const uint32_t elem = o.dtype == "fp32" ? 4 : 2;
+    const uint32_t max_elems = std::min(kEngineSlotElems, (o.mtu - kPanamaIpHeaderBytes) / elem);
+    if (o.elems_per_packet < 1 || o.elems_per_packet > max_elems)
+      fail("--elems-per-packet: 1.." + std::to_string(max_elems) + " (a " + o.dtype +
+           " PANAMA packet fits the " + std::to_string(o.mtu) + "-byte MTU and an engine slot of " +
+           std::to_string(kEngineSlotElems) + " elements)");
+  }
   if (o.trees < 1 || o.trees > 255) fail("--trees: 1..255");
   if (o.priorities > 8) fail("--priorities: 0..8 levels");
   if (o.priorities > 0 && host_reduces(o.scheme)) fail("--priorities: PANAMA schemes only");
@@ -332,6 +346,7 @@ void validate(const Options& o) {
     fail("--ring-tcp: dctcp, cubic or newreno, not '" + o.ring_tcp + "'");
   if (o.ring_tcp == "dctcp" && !o.ring_ecn) fail("--ring-ecn off: DCTCP needs ECN (take cubic or newreno)");
   if (o.ring_sockbuf_kb < 16) fail("--ring-sockbuf-kb: at least 16");
+  if (o.ring_channels < 1 || o.ring_channels > 16) fail("--ring-channels: 1..16");
   if (!(o.load >= 0 && o.load < 1)) fail("--load: must be in [0, 1)");
   if (o.load > 0 && o.num_racks() < 2)
     fail("--load: background flows go between racks; needs at least 2 racks");
@@ -392,6 +407,11 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--host-gbps", o.host_gbps, "host link rate")->capture_default_str();
   app.add_option("--fabric-gbps", o.fabric_gbps, "leaf-spine link rate")->capture_default_str();
   app.add_option("--link-delay-us", o.link_delay_us, "propagation delay per link")->capture_default_str();
+  app.add_option("--mtu", o.mtu,
+                 "MTU of every link, 1500..9000; gradient traffic (PANAMA packets, the ring's TCP) uses it")
+      ->capture_default_str();
+  app.add_option("--background-mtu", o.background_mtu, "MTU the background flows' TCP uses (1500..--mtu)")
+      ->capture_default_str();
   app.add_option("--buffer-kb", o.buffer_kb, "output queue capacity per port")->capture_default_str();
   app.add_option("--ecn-k-kb", o.ecn_k_kb, "ECN marking threshold K per port")->capture_default_str();
   app.add_flag("--lossless", o.lossless, "PFC-style pause: no drops (per ingress port and class XOFF/XON)");
@@ -406,7 +426,8 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option("--engine-gbps", o.engine_gbps, "accelerator line rate")->capture_default_str();
   app.add_option("--engine-latency-us", o.engine_latency_us, "accelerator latency")->capture_default_str();
   app.add_option("--packet-memory", o.packet_memory, "accelerator slots (1..512)")->capture_default_str();
-  app.add_option("--elems-per-packet", o.elems_per_packet, "elements per PANAMA packet (any --dtype)")
+  app.add_option("--elems-per-packet", o.elems_per_packet,
+                 "elements per PANAMA packet (any --dtype; at most what fits --mtu)")
       ->capture_default_str();
   app.add_option("--dtype", o.dtype,
                  "gradient element type of every job: fp32, bf16 or fp16 (16-bit jobs send half the bytes)")
@@ -458,6 +479,9 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
       app.add_option("--ring-ecn", o.ring_ecn, "ring: negotiate ECN (on/off; DCTCP needs it)")
           ->capture_default_str(),
       app.add_option("--ring-sockbuf-kb", o.ring_sockbuf_kb, "ring: TCP send and receive buffer per socket")
+          ->capture_default_str(),
+      app.add_option("--ring-channels", o.ring_channels,
+                     "ring: TCP connections per neighbour, the stream striped over them (1..16)")
           ->capture_default_str()};
   app.add_flag("!--no-verify", o.verify, "skip the bit-exact check of PANAMA allreduce results");
   app.add_option("--load", o.load, "background load, fraction of host capacity [0, 1)")

@@ -52,16 +52,18 @@ using ns3::Ipv4Address;
 using ns3::Ipv4Header;
 using ns3::Ptr;
 
-// The engine model as the PSwitches run it: the HLS engine with slots sized
-// for packets that fit a 1500-byte MTU (362 elements), so 16 engines of a
-// 64-host fabric take 24 MB instead of 150 MB.
-using SimEngine = Engine<64, 512, 23>;
-static_assert(SimEngine::kSlotCapacity >= 362, "a slot holds the largest packet of the simulation");
+// The engine model as the PSwitches run it: the HLS engine in the card's
+// default configuration (64 entries, 512 slots of 144 words), so a slot
+// holds a jumbo frame's payload (--mtu 9000).
+using SimEngine = Engine<64, 512, 144>;
+static_assert(SimEngine::kSlotCapacity == kEngineSlotElems,
+              "the options check packets against the engine's slots");
+static_assert(kPanamaIpHeaderBytes == wire::kPayloadOffset - wire::kIpOffset,
+              "PANAMA header bytes from IPv4 on");
 
 constexpr uint16_t kPanamaPort = wire::kDefaultUdpPort;
 constexpr uint16_t kFlowPort = 5000;                // background flows
 constexpr uint16_t kRingPort = 6000;                // ring allreduce
-constexpr uint32_t kMss = 1448;                     // TCP payload per segment (1500-byte MTU with timestamps)
 constexpr uint32_t kTcpDataOverhead = 20 + 32 + 2;  // IPv4 + TCP with timestamps + PPP
 constexpr uint64_t kShortFlowBytes = 100000;        // "short" background flows: under 100 KB
 constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;      // SYN / SYN-ACK with options + PPP
@@ -215,11 +217,17 @@ struct Worker {
   // ring
   // ring and hierarchical schemes: link 0 is the job's ring (hierarchical:
   // the rack's ring), link 1 the ring across racks (hierarchical only)
+  // The ring's byte stream to the next worker and from the previous one,
+  // striped over --ring-channels TCP connections: stripe s of `stripe`
+  // bytes goes on connection s mod channels, so each connection carries
+  // its stripes in order and the stream's received prefix follows from
+  // what each connection has delivered.
   struct RingLink {
-    Ptr<ns3::Socket> tx;
-    uint32_t prev_host = UINT32_MAX;  // the host whose ring traffic arrives on this link
-    uint64_t sent = 0, recv = 0;      // bytes each way, all buckets and iterations
-    uint64_t base = 0;                // bytes of the phases before the current one
+    std::vector<Ptr<ns3::Socket>> tx;  // per channel; empty: the link is unused
+    std::vector<uint64_t> ch_recv;     // per channel, bytes received
+    uint32_t prev_host = UINT32_MAX;   // the host whose ring traffic arrives on this link
+    uint64_t sent = 0, recv = 0;       // stream bytes each way (recv: the contiguous prefix), all buckets
+    uint64_t base = 0;                 // bytes of the phases before the current one
   };
   RingLink links[2];
   bool ring_active = false;
@@ -261,6 +269,8 @@ struct Job {
   std::vector<uint32_t> ring_next[2];        // per link and rank, the rank it sends to
   std::map<uint32_t, std::pair<std::vector<float>, uint32_t>>
       reference;  // iteration -> (sum, checks left), fp32
+  std::map<uint32_t, std::pair<std::vector<uint16_t>, uint32_t>>
+      reference16;  // iteration -> (result, checks left), bf16 and fp16
   std::vector<controller::TreeInfo> trees;
 };
 
@@ -388,7 +398,12 @@ class Sim {
   std::vector<std::unique_ptr<BgFlow>> flows_;
   std::unordered_map<uint64_t, uint32_t> flow_by_src_;  // (ip << 16 | port) -> flow
   std::unordered_map<ns3::Socket*, uint32_t> flow_by_socket_;
-  std::unordered_map<ns3::Socket*, std::pair<uint32_t, uint32_t>> worker_by_rx_socket_;  // worker, link
+  struct RingRx {
+    uint32_t worker, link, channel;
+  };
+  std::unordered_map<ns3::Socket*, RingRx> worker_by_rx_socket_;
+  // The sender's (host, port) of each ring connection -> its channel.
+  std::map<std::pair<uint32_t, uint16_t>, uint32_t> ring_channel_of_;
   std::unordered_map<ns3::Socket*, uint32_t> worker_by_tx_socket_;
   uint32_t jobs_done_ = 0;
   double first_job_end_ns_ = -1;

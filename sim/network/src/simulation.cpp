@@ -68,7 +68,7 @@ RunResult Sim::run() {
   ns3::Config::SetDefault("ns3::TcpL4Protocol::SocketType", ns3::TypeIdValue(TcpDctcpLinux::GetTypeId()));
   ns3::Config::SetDefault("ns3::TcpL4Protocol::RecoveryType",
                           ns3::TypeIdValue(TcpPrrRecoveryLinux::GetTypeId()));
-  ns3::Config::SetDefault("ns3::TcpSocket::SegmentSize", ns3::UintegerValue(kMss));
+  ns3::Config::SetDefault("ns3::TcpSocket::SegmentSize", ns3::UintegerValue(o_.background_mss()));
   ns3::Config::SetDefault("ns3::TcpSocket::DelAckCount", ns3::UintegerValue(1));
   ns3::Config::SetDefault("ns3::TcpSocket::SndBufSize", ns3::UintegerValue(256 << 10));
   ns3::Config::SetDefault("ns3::TcpSocket::RcvBufSize", ns3::UintegerValue(256 << 10));

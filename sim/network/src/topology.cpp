@@ -79,6 +79,7 @@ NS_OBJECT_ENSURE_REGISTERED(EcmpRouting);
 
 void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Port& pb) {
   ns3::PointToPointHelper p2p;
+  p2p.SetDeviceAttribute("Mtu", ns3::UintegerValue(o_.mtu));
   p2p.SetDeviceAttribute("DataRate", ns3::DataRateValue(ns3::DataRate(static_cast<uint64_t>(gbps * 1e9))));
   p2p.SetChannelAttribute("Delay",
                           ns3::TimeValue(ns3::NanoSeconds(static_cast<int64_t>(o_.link_delay_us * 1e3))));
@@ -105,7 +106,8 @@ void Sim::add_link(Ptr<ns3::Node> a, Ptr<ns3::Node> b, double gbps, Port& pa, Po
   const uint64_t headroom =
       o_.pfc_headroom_kb > 0
           ? uint64_t{o_.pfc_headroom_kb} * 1000
-          : static_cast<uint64_t>(std::ceil(2 * o_.link_delay_us * 1e-6 * gbps * 1e9 / 8)) + 4 * 1600;
+          : static_cast<uint64_t>(std::ceil(2 * o_.link_delay_us * 1e-6 * gbps * 1e9 / 8)) +
+                4 * (o_.mtu + 100);
   pa.headroom = pb.headroom = headroom;
   for (auto [node, dev] : {std::pair{a, pa.dev}, std::pair{b, pb.dev}}) {
     Ptr<ns3::Ipv4> ipv4 = node->GetObject<ns3::Ipv4>();

@@ -17,6 +17,14 @@ class OptionError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Elements an engine slot of the simulated accelerators holds (any type):
+// the card's default build, 144 words of 16 lanes (docs/rtl.md), so one
+// slot takes a jumbo frame's fp32 payload.
+constexpr uint32_t kEngineSlotElems = 2304;
+// Bytes of a PANAMA packet before its elements, from the IPv4 header on
+// (IPv4 20, UDP 8, PANAMA header 22).
+constexpr uint32_t kPanamaIpHeaderBytes = 50;
+
 // How the jobs' gradients are reduced.
 enum class Scheme {
   kPanama,        // in-network aggregation over T trees, PANAMA congestion control
@@ -110,6 +118,14 @@ struct Options {
   double host_gbps = 10.0;     // host <-> leaf links
   double fabric_gbps = 10.0;   // switch <-> switch links (leaf-spine; edge-aggregation and aggregation-core)
   double link_delay_us = 1.0;  // propagation delay of every link
+  // MTU of every link (IP bytes, 1500..9000). Gradient traffic uses it:
+  // PANAMA packets up to --elems-per-packet that fit, the ring's TCP
+  // segments of mtu - 52 bytes. Background flows send segments of
+  // background_mtu - 52 (the other tenants need not use jumbo frames).
+  uint32_t mtu = 1500;
+  uint32_t background_mtu = 1500;
+  uint32_t gradient_mss() const { return mtu - 52; }
+  uint32_t background_mss() const { return background_mtu - 52; }
   // ---- switch output queues (every port, hosts' NICs too)
   uint32_t buffer_kb = 1024;  // per-port buffer; tail drop beyond (unless lossless)
   uint32_t ecn_k_kb = 100;    // CE marking threshold K on the instantaneous queue
@@ -178,6 +194,9 @@ struct Options {
   std::string ring_tcp = "dctcp";
   bool ring_ecn = true;
   uint32_t ring_sockbuf_kb = 256;
+  // TCP connections per ring neighbour (NCCL's channels): the byte stream
+  // to the next worker is striped over them in ring_segment_kb stripes.
+  uint32_t ring_channels = 1;
   // ---- background traffic
   double load = 0.0;     // offered load of background flows, fraction of the hosts' capacity
   std::string cdf_path;  // flow-size CDF (empty: the bundled web-search distribution)

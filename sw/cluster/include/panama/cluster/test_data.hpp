@@ -162,11 +162,26 @@ inline double exact_value16(uint64_t base, size_t k, wire::ElemType t) {
   return m * kScaleFp16[(h >> 12) & 7];
 }
 
+// The 16-bit pattern of an element of exact_value16 (exact in the type):
+// bf16, the upper half of its binary32 pattern; fp16, its binary32 fields
+// moved (every such value is zero or normal in fp16). Equal to round16 on
+// these values (a cluster test checks it), without its double arithmetic.
+inline uint16_t exact_bits16(double v, wire::ElemType t) {
+  const float f = static_cast<float>(v);  // exact
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  if (t == wire::ElemType::kBfloat16) return static_cast<uint16_t>(b >> 16);
+  const uint16_t sign = static_cast<uint16_t>((b >> 16) & 0x8000);
+  if ((b & 0x7FFFFFFF) == 0) return sign;
+  const uint32_t e = ((b >> 23) & 0xFF) - 127 + 15;
+  return static_cast<uint16_t>(sign | (e << 10) | ((b >> 13) & 0x3FF));
+}
+
 // Fills `out` (n 16-bit patterns) with rank `rank`'s tensor for `iteration`.
 inline void fill_tensor16(uint16_t* out, size_t n, wire::ElemType t, uint64_t seed, uint32_t iteration,
                           uint32_t rank) {
   const uint64_t base = stream_base(seed, iteration, rank);
-  for (size_t k = 0; k < n; ++k) out[k] = round16(exact_value16(base, k, t), t);  // exact
+  for (size_t k = 0; k < n; ++k) out[k] = exact_bits16(exact_value16(base, k, t), t);
 }
 
 // What the check of a 16-bit result found.
@@ -177,11 +192,13 @@ struct Check16 {
   size_t ties = 0;     // ... of which exactly halfway between two (ties to even)
 };
 
-// Checks `got` (the allreduce's n results) against the reference: with
+// The reference result of a 16-bit allreduce, n patterns into `want`: with
 // leaf_of_rank[r] the leaf PSwitch of rank r (empty: one PSwitch for all),
-// round(sum over leaves of round(the leaf's workers' exact sum)).
-inline Check16 check_tensor16(const uint16_t* got, size_t n, wire::ElemType t, uint64_t seed,
-                              uint32_t iteration, uint32_t world, const std::vector<uint32_t>& leaf_of_rank) {
+// round(sum over leaves of round(the leaf's workers' exact sum)). Returns
+// the statistics of a check that found no mismatch (rounded, ties).
+inline Check16 reference_tensor16(uint16_t* want, size_t n, wire::ElemType t, uint64_t seed,
+                                  uint32_t iteration, uint32_t world,
+                                  const std::vector<uint32_t>& leaf_of_rank) {
   std::vector<uint64_t> bases(world);
   std::vector<uint32_t> leaf(world, 0);
   uint32_t leaves = 1;
@@ -206,19 +223,35 @@ inline Check16 check_tensor16(const uint16_t* got, size_t n, wire::ElemType t, u
     // With several leaves, a result may differ from the exact sum through a
     // leaf's rounding alone.
     Rounding how = Rounding::kExact;
-    const uint16_t want = round16(sum, t, &how);
-    if (how == Rounding::kExact && value16(want, t) != exact) how = Rounding::kRounded;
+    want[k] = round16(sum, t, &how);
+    if (how == Rounding::kExact && value16(want[k], t) != exact) how = Rounding::kRounded;
     c.rounded += how != Rounding::kExact;
     c.ties += how == Rounding::kTie;
-    if (got[k] != want) {
+  }
+  return c;
+}
+
+// Compares `got` with a reference (reference_tensor16's `want`), counting
+// into `c` (whose rounded and ties the reference gave).
+inline void compare16(const uint16_t* got, const uint16_t* want, size_t n, Check16& c) {
+  for (size_t k = 0; k < n; ++k) {
+    if (got[k] != want[k]) {
       if (c.mismatches == 0) {
         c.first = k;
         c.first_got = got[k];
-        c.first_want = want;
+        c.first_want = want[k];
       }
       ++c.mismatches;
     }
   }
+}
+
+// Checks `got` (the allreduce's n results) against reference_tensor16.
+inline Check16 check_tensor16(const uint16_t* got, size_t n, wire::ElemType t, uint64_t seed,
+                              uint32_t iteration, uint32_t world, const std::vector<uint32_t>& leaf_of_rank) {
+  std::vector<uint16_t> want(n);
+  Check16 c = reference_tensor16(want.data(), n, t, seed, iteration, world, leaf_of_rank);
+  compare16(got, want.data(), n, c);
   return c;
 }
 
