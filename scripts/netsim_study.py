@@ -51,22 +51,45 @@ def grid(name):
                 "--workers-per-job 4 --placement packed --workload h100 --models resnet50,vgg16 "
                 "--dtype bf16 --scale 0.002 --iterations 3 --min-short-flows 30")
         return [{"name": f"load {load}", "args": shlex.split(f"{base} --load {load}")} for load in (0.3, 0.7)]
+    # Jumbo frames for everything (--mtu 9000 --background-mtu 9000: 4-7x
+    # fewer events, docs/performance.md); grid "confirm" repeats cells with
+    # 1500-byte background segments, with fp32 and at 256 hosts.
+    jumbo = "--mtu 9000 --background-mtu 9000 --elems-per-packet 2048"
+    work = ("--workload h100 --models bert-large,resnet50,vgg16,gpt2-medium --scale 0.05 --iterations 5 "
+            "--min-short-flows 1000 --placement packed --workers-per-job 16")
     if name == "regime":
-        # 64 hosts (8 racks of 8, 10 Gbit/s): load x ML share of the hosts x
-        # oversubscription (4 spines at 20 or at 5 Gbit/s) x the baseline's
-        # transport; H100 bf16 workloads, jobs packed into racks.
+        # 64 hosts (8 racks of 8, 10 Gbit/s): load x ML share of the hosts
+        # (jobs of 16 workers, each on two racks) x oversubscription (4
+        # spines at 20 or at 5 Gbit/s) x the baseline's transport; H100
+        # bf16 workloads.
         cells = []
         for load in (0.3, 0.7):
             for share in (0.5, 1.0):
                 for over, fabric in (("1:1", 20), ("4:1", 5)):
                     for tcp in ("dctcp", "cubic"):
-                        jobs = int(8 * share)
                         args = (f"--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps {fabric} "
-                                f"--jobs {jobs} --workers-per-job 8 --placement packed --workload h100 "
-                                f"--models bert-large,resnet50,vgg16,gpt2-medium --dtype bf16 --scale 0.01 "
-                                f"--iterations 5 --load {load} --min-short-flows 1000")
+                                f"--jobs {int(4 * share)} {work} --dtype bf16 --load {load} {jumbo}")
                         cells.append({"name": f"load {load}, ML {share:.0%}, {over}, ring {tcp}",
-                                      "args": shlex.split(args), "ring_tcp": tcp})
+                                      "args": shlex.split(args), "ring_tcp": tcp,
+                                      "axes": {"load": load, "ml": share, "over": over, "tcp": tcp}})
+        return cells
+    if name == "confirm":
+        # The map's cells again: 1500-byte background segments, fp32
+        # gradients, and 256 hosts (16 racks of 16, 8 spines, 100 Gbit/s
+        # hosts, 1:1 or 4:1).
+        cells = []
+        for load in (0.3, 0.7):
+            for over, fabric in (("1:1", 20), ("4:1", 5)):
+                base = (f"--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps {fabric} "
+                        f"--jobs 4 {work} --load {load}")
+                cells.append({"name": f"64 hosts, load {load}, ML 100%, {over}, 1500-byte background",
+                              "args": shlex.split(f"{base} --dtype bf16 --mtu 9000 --elems-per-packet 2048")})
+                cells.append({"name": f"64 hosts, load {load}, ML 100%, {over}, fp32",
+                              "args": shlex.split(f"{base} --dtype fp32 {jumbo}")})
+        for over, fabric in (("1:1", 200), ("4:1", 50)):
+            args = (f"--racks 16 --hosts-per-rack 16 --spines 8 --host-gbps 100 --fabric-gbps {fabric} "
+                    f"--jobs 8 {work} --dtype bf16 --load 0.3 {jumbo}")
+            cells.append({"name": f"256 hosts, load 0.3, ML 50%, {over}", "args": shlex.split(args)})
         return cells
     with open(name) as f:
         cells = json.load(f)
@@ -156,6 +179,31 @@ def iteration_means(d):
     return [j["iteration_mean_ms"] for j in s["jobs"] if j["iteration_ms"]], s
 
 
+def model_means(summary):
+    """Mean iteration per model (over the jobs that train it) of one run."""
+    by = {}
+    for j in summary["jobs"]:
+        if j["iteration_ms"]:
+            by.setdefault(j["model"], []).append(j["iteration_mean_ms"])
+    return {m: mean(v) for m, v in by.items()}
+
+
+def tier_bytes(summaries):
+    """Bytes on host links and on leaf-spine links, queues and marks, mean over runs."""
+    def one(s):
+        f = s["fabric"]
+        leaf_to_host = f["switch_egress_bytes"] - f["leaf_spine_bytes"]
+        return {"host_gb": (f["host_tx_bytes"] + leaf_to_host) / 1e9, "fabric_gb": f["leaf_spine_bytes"] / 1e9,
+                "queue_p99_kb": f["queue_bytes"]["p99"] / 1e3, "queue_max_kb": f["queue_bytes"]["max"] / 1e3,
+                "ce_marks": f["ce_marked"]}
+    per = [one(s) for s in summaries]
+    return {k: mean([p[k] for p in per]) for k in per[0]}
+
+
+def models_of(rows):
+    return sorted({m for r in rows for e in r["schemes"].values() for m in e.get("model_ratio", {})})
+
+
 def self_test():
     rng = random.Random(7)
     a = [[rng.expovariate(1.0) for _ in range(4000)] for _ in range(3)]
@@ -183,24 +231,31 @@ def report(out, cells, schemes, seeds, runs, wall_total):
             dirs = [d for d in dirs if d and os.path.exists(os.path.join(d, "summary.json"))]
             if len(dirs) != len(seeds):
                 continue
+            sums = [iteration_means(d)[1] for d in dirs]
             per[name] = {"short": [short_slowdowns(d) for d in dirs],
                          "iter": [iteration_means(d)[0] for d in dirs],
-                         "finished": all(iteration_means(d)[1]["finished"] for d in dirs)}
+                         "models": [model_means(sm) for sm in sums],
+                         "tiers": tier_bytes(sums),
+                         "finished": all(sm["finished"] for sm in sums)}
         if "panama" not in per:
             continue
-        row = {"cell": cell["name"], "schemes": {}}
+        row = {"cell": cell["name"], "axes": cell.get("axes"), "schemes": {}}
         base = per["panama"]
         for name, v in per.items():
             entry = {"short_flows": sum(len(g) for g in v["short"]),
                      "short_mean": mean([x for g in v["short"] for x in g]),
                      "short_p99": percentile([x for g in v["short"] for x in g], 99),
-                     "finished": v["finished"]}
+                     "finished": v["finished"], "tiers": v["tiers"]}
             if name != "panama" and entry["short_flows"] and sum(len(g) for g in base["short"]):
                 entry["mean_ratio"] = bootstrap_ratio(base["short"], v["short"], mean)
                 entry["p99_ratio"] = bootstrap_ratio(base["short"], v["short"], lambda x: percentile(x, 99))
                 # Iterations: per seed the mean over jobs, ratio to PANAMA's, paired.
                 ratios = [mean(o) / mean(b) for o, b in zip(v["iter"], base["iter"]) if o and b]
                 entry["iteration_ratio"] = bootstrap_ratio([[1.0] * len(ratios)], [ratios], mean)
+                # Per model: mean over seeds of (baseline / PANAMA) of the model's mean iteration.
+                entry["model_ratio"] = {
+                    m: mean([o[m] / b[m] for o, b in zip(v["models"], base["models"]) if m in o and m in b])
+                    for m in sorted({m for b in base["models"] for m in b})}
             row["schemes"][name] = entry
         rows.append(row)
     with open(os.path.join(out, "report.json"), "w") as f:
@@ -221,6 +276,23 @@ def report(out, cells, schemes, seeds, runs, wall_total):
                          f"{fmt(e['p99_ratio']) if 'p99_ratio' in e else '-'} | "
                          f"{fmt(e['iteration_ratio']) if 'iteration_ratio' in e else '-'} |"
                          + ("" if e["finished"] and p["finished"] else " (a run did not finish)"))
+    lines += ["", "Training time per model, baseline / PANAMA (mean iteration, mean of the per-seed ratios):", "",
+              "| cell | baseline | " + " | ".join(models_of(rows)) + " |",
+              "| --- | --- | " + " | ".join("---" for _ in models_of(rows)) + " |"]
+    for row in rows:
+        for name, e in row["schemes"].items():
+            if name != "panama" and "model_ratio" in e:
+                lines.append(f"| {row['cell']} | {name} | " + " | ".join(
+                    f"{e['model_ratio'][m]:.2f}" if m in e["model_ratio"] else "-" for m in models_of(rows)) + " |")
+    lines += ["", "Bytes per tier and queues (per run, mean over seeds): host links (both directions), "
+              "leaf-spine links (both directions), p99 and largest sampled output queue, CE marks:", "",
+              "| cell | scheme | host-link GB | leaf-spine GB | queue p99 KB | queue max KB | CE marks |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for row in rows:
+        for name, e in row["schemes"].items():
+            t = e["tiers"]
+            lines.append(f"| {row['cell']} | {name} | {t['host_gb']:.2f} | {t['fabric_gb']:.2f} | "
+                         f"{t['queue_p99_kb']:.0f} | {t['queue_max_kb']:.0f} | {t['ce_marks']:.0f} |")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -259,11 +331,85 @@ def plot(out, rows):
         fig.tight_layout()
         fig.savefig(os.path.join(out, fname), dpi=120)
         plt.close(fig)
+    plot_maps(plt, out, rows)
+
+
+def plot_maps(plt, out, rows):
+    """The regime map: per baseline and metric, a matrix of (load, ML share)
+    x (oversubscription, ring transport) cells annotated with the ratio and
+    its interval; the per-model training-time ratios; bytes per tier."""
+    names = sorted({n for r in rows for n in r["schemes"] if n != "panama"})
+    mapped = [r for r in rows if r.get("axes")]
+    if mapped and names:
+        ys = sorted({(r["axes"]["load"], r["axes"]["ml"]) for r in mapped})
+        xs = sorted({(r["axes"]["over"], r["axes"]["tcp"]) for r in mapped})
+        metrics = (("mean_ratio", "short-flow mean FCT"), ("p99_ratio", "short-flow p99 FCT"),
+                   ("iteration_ratio", "iteration time"))
+        fig, axes = plt.subplots(len(names), len(metrics), figsize=(5.2 * len(metrics), 3.6 * len(names)),
+                                 squeeze=False)
+        for i, n in enumerate(names):
+            for k, (metric, title) in enumerate(metrics):
+                ax = axes[i][k]
+                m = [[float("nan")] * len(xs) for _ in ys]
+                for r in mapped:
+                    e = r["schemes"].get(n, {}).get(metric)
+                    if not e:
+                        continue
+                    yi = ys.index((r["axes"]["load"], r["axes"]["ml"]))
+                    xi = xs.index((r["axes"]["over"], r["axes"]["tcp"]))
+                    m[yi][xi] = e[0]
+                    ax.text(xi, yi, f"{e[0]:.2f}\n[{e[1]:.2f}, {e[2]:.2f}]", ha="center", va="center", fontsize=7)
+                im = ax.imshow(m, cmap="RdBu_r", vmin=0.5, vmax=1.5)
+                ax.set_xticks(range(len(xs)))
+                ax.set_xticklabels([f"{o}\nring {t}" for o, t in xs], fontsize=7)
+                ax.set_yticks(range(len(ys)))
+                ax.set_yticklabels([f"load {l}\nML {s:.0%}" for l, s in ys], fontsize=7)
+                ax.set_title(f"{n} / PANAMA: {title}", fontsize=9)
+        fig.colorbar(im, ax=axes, shrink=0.6, label="baseline / PANAMA (above 1: PANAMA better)")
+        fig.savefig(os.path.join(out, "regime_map.png"), dpi=120)
+        plt.close(fig)
+    models = models_of(rows)
+    if models and names:
+        fig, axes = plt.subplots(1, len(names), figsize=(2.2 + 1.1 * len(models) * len(names), 0.4 * len(rows) + 1.8),
+                                 squeeze=False)
+        for i, n in enumerate(names):
+            ax = axes[0][i]
+            m = [[r["schemes"].get(n, {}).get("model_ratio", {}).get(x, float("nan")) for x in models] for r in rows]
+            ax.imshow(m, cmap="RdBu_r", vmin=0.5, vmax=1.5, aspect="auto")
+            for yi, row in enumerate(m):
+                for xi, v in enumerate(row):
+                    if v == v:
+                        ax.text(xi, yi, f"{v:.2f}", ha="center", va="center", fontsize=7)
+            ax.set_xticks(range(len(models)))
+            ax.set_xticklabels(models, rotation=30, ha="right", fontsize=7)
+            ax.set_yticks(range(len(rows)))
+            ax.set_yticklabels([r["cell"] for r in rows] if i == 0 else [], fontsize=7)
+            ax.set_title(f"iteration time per model, {n} / PANAMA", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "model_ratio.png"), dpi=120)
+        plt.close(fig)
+    schemes = ["panama"] + names
+    fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows) * len(schemes)), 4))
+    width = 0.8 / len(schemes)
+    for i, n in enumerate(schemes):
+        xs_ = [j + i * width for j, r in enumerate(rows) if n in r["schemes"]]
+        host = [r["schemes"][n]["tiers"]["host_gb"] for r in rows if n in r["schemes"]]
+        fab = [r["schemes"][n]["tiers"]["fabric_gb"] for r in rows if n in r["schemes"]]
+        ax.bar(xs_, host, width, label=f"{n}: host links", color=f"C{i}", alpha=0.45)
+        ax.bar(xs_, fab, width, bottom=host, label=f"{n}: leaf-spine", color=f"C{i}")
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
+    ax.set_xticklabels([r["cell"] for r in rows], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("GB per run")
+    ax.set_title("bytes per tier")
+    ax.legend(fontsize=7, ncol=len(schemes))
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "tiers.png"), dpi=120)
+    plt.close(fig)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--grid", default="quick", help="quick, regime or a cells JSON file")
+    ap.add_argument("--grid", default="quick", help="quick, regime, confirm or a cells JSON file")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--schemes", nargs="+", default=list(SCHEMES),
                     help="names of " + ", ".join(SCHEMES) + " or NAME=ARGS")
