@@ -440,8 +440,8 @@ def main():
                 args = run_args(cell, sargs, seed)
                 d = os.path.join(a.out, "runs", key_of(args))
                 runs[key_of(args)] = d
-                if not os.path.exists(os.path.join(d, "summary.json")):
-                    todo.append(args)
+                if not os.path.exists(os.path.join(d, "summary.json")) and args not in todo:
+                    todo.append(args)  # a run two cells share (PANAMA's, whatever the ring's transport) once
     total = len(runs)
     print(f"netsim_study: {len(cells)} cells x {len(schemes)} schemes x {len(a.seeds)} seeds = {total} runs, "
           f"{total - len(todo)} cached, {len(todo)} to run", flush=True)
