@@ -193,7 +193,11 @@ def tier_bytes(summaries):
     def one(s):
         f = s["fabric"]
         leaf_to_host = f["switch_egress_bytes"] - f["leaf_spine_bytes"]
-        return {"host_gb": (f["host_tx_bytes"] + leaf_to_host) / 1e9, "fabric_gb": f["leaf_spine_bytes"] / 1e9,
+        jobs = [j for j in s["jobs"] if j["iteration_ms"]]
+        gpus = sum(len(j["workers"]) for j in jobs)
+        util = sum(len(j["workers"]) * j["compute_ms"] / j["iteration_mean_ms"] for j in jobs) / gpus if gpus else 0
+        return {"gpu_util": util,
+                "host_gb": (f["host_tx_bytes"] + leaf_to_host) / 1e9, "fabric_gb": f["leaf_spine_bytes"] / 1e9,
                 "queue_p99_kb": f["queue_bytes"]["p99"] / 1e3, "queue_max_kb": f["queue_bytes"]["max"] / 1e3,
                 "ce_marks": f["ce_marked"]}
     per = [one(s) for s in summaries]
@@ -284,15 +288,17 @@ def report(out, cells, schemes, seeds, runs, wall_total):
             if name != "panama" and "model_ratio" in e:
                 lines.append(f"| {row['cell']} | {name} | " + " | ".join(
                     f"{e['model_ratio'][m]:.2f}" if m in e["model_ratio"] else "-" for m in models_of(rows)) + " |")
-    lines += ["", "Bytes per tier and queues (per run, mean over seeds): host links (both directions), "
+    lines += ["", "GPU utilisation (compute time / iteration time, averaged over jobs weighted by workers), "
+              "bytes per tier and queues (per run, mean over seeds): host links (both directions), "
               "leaf-spine links (both directions), p99 and largest sampled output queue, CE marks:", "",
-              "| cell | scheme | host-link GB | leaf-spine GB | queue p99 KB | queue max KB | CE marks |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+              "| cell | scheme | GPU util. | host-link GB | leaf-spine GB | queue p99 KB | queue max KB | CE marks |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for row in rows:
         for name, e in row["schemes"].items():
             t = e["tiers"]
-            lines.append(f"| {row['cell']} | {name} | {t['host_gb']:.2f} | {t['fabric_gb']:.2f} | "
-                         f"{t['queue_p99_kb']:.0f} | {t['queue_max_kb']:.0f} | {t['ce_marks']:.0f} |")
+            lines.append(f"| {row['cell']} | {name} | {t['gpu_util']:.1%} | {t['host_gb']:.2f} | "
+                         f"{t['fabric_gb']:.2f} | {t['queue_p99_kb']:.0f} | {t['queue_max_kb']:.0f} | "
+                         f"{t['ce_marks']:.0f} |")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

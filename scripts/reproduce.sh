@@ -13,8 +13,37 @@
 #   --quick: 16 hosts and a 2 ms window (a few minutes), to try the pipeline.
 #   --fat-tree K: a k-ary fat-tree (K^3/4 hosts, all links 10 Gb/s) instead of
 #                 the leaf-spine fabric; --lossless: PFC instead of tail drop.
+#
+#        scripts/reproduce.sh --study regime|confirm|quick [--seeds "1 2"] [--parallel N] [--out DIR]
+#   --study: the paired, pooled study of docs/reproduction.md (the regime
+#            map and its confirmations) through scripts/netsim_study.py;
+#            every run cached under DIR/runs, so a stopped study resumes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ ${1:-} == --study ]]; then
+  GRID=${2:?--study needs a grid: regime, confirm or quick}
+  shift 2
+  SEEDS=(1)
+  ARGS=()
+  STUDY_OUT=out/study-$GRID
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --seeds) read -r -a SEEDS <<< "$2"; shift 2 ;;
+      --parallel) ARGS+=(--parallel "$2"); shift 2 ;;
+      --out) STUDY_OUT=$2; shift 2 ;;
+      --report-only) ARGS+=(--report-only); shift ;;
+      *) echo "reproduce.sh --study: unknown option '$1' (--seeds, --parallel, --out, --report-only)" >&2; exit 2 ;;
+    esac
+  done
+  BUILD_DIR=${BUILD_DIR:-build}
+  if [[ ! -x "$BUILD_DIR/sim/network/panama-netsim" ]]; then
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build "$BUILD_DIR" -j2 --target panama-netsim
+  fi
+  exec /usr/bin/python3 scripts/netsim_study.py --grid "$GRID" --seeds "${SEEDS[@]}" --out "$STUDY_OUT" \
+    --build-dir "$BUILD_DIR" "${ARGS[@]}"
+fi
 
 OUT=out/reproduction
 SEED=1
