@@ -153,6 +153,65 @@ TEST_CASE("bf16 and fp16 jobs: bit-exact with a rounding at every engine level, 
   }
 }
 
+TEST_CASE("chain trees: leaf to leaf through spines that route them on, bit-exact, the bytes of a chain",
+          "[network]") {
+  // Three racks of two, one worker per host (spread: ranks h0 h2 h4 h1 h3
+  // h5), one tree: leaf0 -spine0-> leaf1 -spine1-> leaf2, the root
+  // (docs/controller.md, "Chain trees"). The spines hold no PSwitch: they
+  // route the frames addressed to the next leaf (and the results to the
+  // previous one) like any other packet.
+  Options o = small_fabric(panama::test::test_seed("netsim chain"));
+  o.racks = 3;
+  o.hosts_per_rack = 2;
+  o.workers_per_job = 6;
+  o.trees = 1;
+  o.tree_shape = "chain";
+  const RunResult r = panama::netsim::run_simulation(o);
+  require_all_exact(o, r);
+  CHECK(r.summary["options"]["tree_shape"] == "chain");
+  const auto& job = r.summary["jobs"][0];
+  REQUIRE(job["trees"].size() == 1);
+  CHECK(job["trees"][0]["root"] == "leaf2");
+  REQUIRE(job["trees"][0]["retransmissions_all_workers"].get<uint64_t>() == 0);
+  for (const auto& p : r.summary["pswitches"]) CHECK(p["name"].get<std::string>().rfind("leaf", 0) == 0);
+  // Every worker sent each chunk once: P bytes each. Each hop carries every
+  // chunk's partial up and its result back down once, P bytes each way on
+  // each of its two links; the links off the chain carry nothing.
+  const uint64_t p = r.summary["fabric"]["host_tx_bytes"].get<uint64_t>() / 6;
+  REQUIRE(p > 0);
+  for (const auto& [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"leaf0", "spine0"}, {"leaf1", "spine1"}}) {
+    const std::string next = a == "leaf0" ? "leaf1" : "leaf2";
+    INFO(a << " -" << b << "-> " << next);
+    CHECK(link_bytes(r, a, b) == p);     // the partial up
+    CHECK(link_bytes(r, b, next) == p);  // on to the next leaf
+    CHECK(link_bytes(r, next, b) == p);  // the result back
+    CHECK(link_bytes(r, b, a) == p);
+  }
+  for (const auto& [a, b] :
+       std::vector<std::pair<std::string, std::string>>{{"leaf0", "spine1"}, {"leaf2", "spine0"}}) {
+    CHECK(link_bytes(r, a, b) == 0);
+    CHECK(link_bytes(r, b, a) == 0);
+  }
+  CHECK(link_bytes(r, "leaf1", "spine0") == p);
+  CHECK(r.summary["fabric"]["leaf_spine_bytes"].get<uint64_t>() == 8 * p);
+  // The same job with spine trees: each leaf sends P up and gets P back, 6P
+  // in all, against the chain's 4 x (3 - 1) hops x P.
+  o.tree_shape = "spine";
+  const RunResult s = panama::netsim::run_simulation(o);
+  require_all_exact(o, s);
+  CHECK(s.summary["fabric"]["host_tx_bytes"].get<uint64_t>() == 6 * p);
+  CHECK(s.summary["fabric"]["leaf_spine_bytes"].get<uint64_t>() == 6 * p);
+
+  // Two trees: the second starts at leaf1 and is rooted at leaf0; still exact.
+  o.tree_shape = "chain";
+  o.trees = 2;
+  const RunResult t = panama::netsim::run_simulation(o);
+  require_all_exact(o, t);
+  CHECK(t.summary["jobs"][0]["trees"][0]["root"] == "leaf2");
+  CHECK(t.summary["jobs"][0]["trees"][1]["root"] == "leaf0");
+}
+
 TEST_CASE("allreduce is bit-exact through three tiers of a fat-tree, several jobs and trees", "[network]") {
   Options o = small_fabric(panama::test::test_seed("netsim fat-tree"));
   o.topology = Topology::kFatTree;
@@ -592,6 +651,7 @@ TEST_CASE("bad options and input files are rejected with a clear message", "[net
   CHECK_THAT(parse_error({"--topology", "fat-tree", "--racks", "4"}),
              Contains("--racks: not an option of --topology fat-tree"));
   CHECK_THAT(parse_error({"--k", "4"}), Contains("--k: only with --topology fat-tree"));
+  CHECK_THAT(parse_error({"--tree-shape", "ring"}), Contains("--tree-shape: spine or chain, not 'ring'"));
   CHECK_THAT(parse_error({"--topology", "fat-tree", "--k", "4", "--jobs", "5"}),
              Contains("do not fit on 16 hosts"));
   CHECK(

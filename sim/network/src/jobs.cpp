@@ -47,6 +47,17 @@ void Sim::plan_jobs() {
       }
     }
   }
+  controller::TreeShape shape = controller::TreeShape::kSpine;
+  controller::parse_tree_shape(o_.tree_shape, shape);  // checked with the options
+  if (shape == controller::TreeShape::kChain && o_.jobs > 0) {
+    if (host_reduces(o_.scheme))
+      throw OptionError("--tree-shape chain: PANAMA schemes only (the ring schemes build no trees)");
+    if (o_.dtype != "fp32") {
+      throw OptionError(
+          "--tree-shape chain: --dtype fp32 only (the 16-bit reference rounds at the leaves "
+          "and one root; a chain rounds at every leaf in turn)");
+    }
+  }
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   size_t next = 0;
   const WorkloadTable workloads = o_.jobs > 0 ? load_workloads(o_.workload) : WorkloadTable{};
@@ -106,7 +117,7 @@ void Sim::plan_jobs() {
   for (uint32_t s = 0; s < switches_.size(); ++s) {
     controller::SwitchDesc sd;
     sd.name = switches_[s].name;
-    sd.ip = (10u << 24) | (2u << 16) | (s + 1);
+    sd.ip = switch_ip(s);
     sd.mac = {0x02, 0x00, 0x00, 0x02, static_cast<uint8_t>((s + 1) >> 8), static_cast<uint8_t>(s + 1)};
     // The simulated accelerators' capacities, as a cluster description states them.
     sd.engine.packet_memory = o_.packet_memory;
@@ -139,6 +150,7 @@ void Sim::plan_jobs() {
     d.compute_ms = static_cast<double>(std::max<uint64_t>(1, job.compute_ns)) / 1e6;
     d.gradient_bytes = static_cast<double>(job.elems * job.elem_bytes);
     d.trees = o_.scheme == Scheme::kSingleTree ? 1 : o_.trees;
+    d.shape = shape;
     for (uint32_t w : job.workers) d.workers.push_back(hosts_[workers_[w]->host].name);
     jd.jobs.push_back(d);
   }
@@ -186,6 +198,18 @@ void Sim::plan_jobs() {
     w.max_window.assign(wo.plan.trees.size(), 0);
     w.min_cap.assign(wo.plan.trees.size(), 0xFFFF);
   }
+}
+
+// A chain tree's frame at a switch, addressed to another switch (a leaf:
+// the next one up the chain, or a result for the previous one): routed on
+// as ordinary IP traffic, towards the first host below that leaf (every
+// shortest path to it ends through the leaf). -1: the frame is for this
+// switch (its address, or a tree's group: its PSwitch or nothing).
+int Sim::panama_transit(uint32_t sw, uint32_t dst) const {
+  if ((dst >> 16) != (switch_ip(0) >> 16)) return -1;
+  const uint32_t s = (dst & 0xFFFF) - 1;
+  if (s == sw || s >= o_.num_racks()) return -1;  // leaves and edges come first, switch s above rack s
+  return static_cast<int>(s * o_.rack_size());
 }
 
 void Sim::send_frame(Ptr<ns3::Ipv4L3Protocol> ipv4, Ptr<ns3::NetDevice> dev, const uint8_t* d, uint32_t n) {

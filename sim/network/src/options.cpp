@@ -308,6 +308,8 @@ void validate(const Options& o) {
            std::to_string(kEngineSlotElems) + " elements)");
   }
   if (o.trees < 1 || o.trees > 255) fail("--trees: 1..255");
+  if (o.tree_shape != "spine" && o.tree_shape != "chain")
+    fail("--tree-shape: spine or chain, not '" + o.tree_shape + "'");
   if (o.priorities > 8) fail("--priorities: 0..8 levels");
   if (o.priorities > 0 && host_reduces(o.scheme)) fail("--priorities: PANAMA schemes only");
   if (o.job_workers.empty()) {
@@ -439,6 +441,9 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
          "priority levels by GPU intensity: DSCP per level, queues serve higher levels first (0: off)")
       ->capture_default_str();
   app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
+      ->capture_default_str();
+  app.add_option("--tree-shape", o.tree_shape,
+                 "trees: spine (rooted at spines) or chain (leaf to leaf, CINA's)")
       ->capture_default_str();
   app.add_option("--jobs", o.jobs, "data-parallel training jobs")->capture_default_str();
   app.add_option("--workers-per-job", o.workers_per_job, "workers of each job (one per host)")

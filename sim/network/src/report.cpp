@@ -63,6 +63,7 @@ nlohmann::json options_json(const Options& o) {
           {"dtype", o.dtype},
           {"scheme", scheme_name(o.scheme)},
           {"trees", o.scheme == Scheme::kSingleTree ? 1u : o.trees},
+          {"tree_shape", o.tree_shape},
           {"priorities", o.priorities},
           {"jobs", o.jobs},
           {"workers_per_job", o.workers_per_job},

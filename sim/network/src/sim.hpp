@@ -305,6 +305,8 @@ class Sim {
 
   // Called by the routing of a node for a PANAMA frame (UDP to the PANAMA port).
   void on_panama(const NodeInfo& info, Ptr<const ns3::Packet> p, const Ipv4Header& h, uint32_t iface);
+  int panama_transit(uint32_t sw, uint32_t dst) const;  // jobs.cpp: a chain's frame for another switch
+  static uint32_t switch_ip(uint32_t s) { return (10u << 24) | (2u << 16) | (s + 1); }  // the controller's
   int host_of_ip(uint32_t ip) const {
     auto it = host_by_ip_.find(ip);
     return it == host_by_ip_.end() ? -1 : static_cast<int>(it->second);

@@ -37,11 +37,17 @@ bool EcmpRouting::RouteInput(Ptr<const ns3::Packet> p, const Ipv4Header& h, Ptr<
   uint8_t l4[4] = {0, 0, 0, 0};
   const bool has_ports = (h.GetProtocol() == 6 || h.GetProtocol() == 17) && p->GetSize() >= 4;
   if (has_ports) p->CopyData(l4, 4);
-  if (h.GetProtocol() == 17 && has_ports && ((l4[2] << 8) | l4[3]) == kPanamaPort) {
-    sim_->on_panama(*info_, p, h, iif);
-    return true;
-  }
   const uint32_t dst = h.GetDestination().Get();
+  // A switch routes on a chain tree's frames for another switch (a spine
+  // passes them from leaf to leaf); the rest go to its PSwitch (or worker).
+  int transit = -1;
+  if (h.GetProtocol() == 17 && has_ports && ((l4[2] << 8) | l4[3]) == kPanamaPort) {
+    if (!info_->is_host) transit = sim_->panama_transit(info_->index, dst);
+    if (transit < 0) {
+      sim_->on_panama(*info_, p, h, iif);
+      return true;
+    }
+  }
   if (info_->is_host) {
     if (dst == info_->host_ip && !lcb.IsNull()) {
       lcb(p, h, iif);
@@ -49,7 +55,7 @@ bool EcmpRouting::RouteInput(Ptr<const ns3::Packet> p, const Ipv4Header& h, Ptr<
     }
     return false;
   }
-  const int host = sim_->host_of_ip(dst);
+  const int host = transit >= 0 ? transit : sim_->host_of_ip(dst);
   if (host < 0) {
     ecb(p, h, ns3::Socket::ERROR_NOROUTETOHOST);
     return true;

@@ -115,6 +115,16 @@ ClusterDesc parse_cluster(const json& j, const std::string& origin) {
   return c;
 }
 
+const char* tree_shape_name(TreeShape s) {
+  return s == TreeShape::kChain ? "chain" : "spine";
+}
+
+bool parse_tree_shape(const std::string& name, TreeShape& out) {
+  if (name != "spine" && name != "chain") return false;
+  out = name == "chain" ? TreeShape::kChain : TreeShape::kSpine;
+  return true;
+}
+
 JobsDesc parse_jobs(const json& j, const std::string& origin) {
   const JsonSource src(origin, &config::throw_as<ControllerError>);
   const JsonObject top(src, j, "",
@@ -160,12 +170,16 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
   }
   const json& jobs = top.array("jobs", true);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    const JsonObject o(
-        src, jobs[i], json_path("jobs", i),
-        {"id", "workers", "trees", "weight", "dscp", "backup_trees", "compute_ms", "gradient_bytes"});
+    const JsonObject o(src, jobs[i], json_path("jobs", i),
+                       {"id", "workers", "trees", "shape", "weight", "dscp", "backup_trees", "compute_ms",
+                        "gradient_bytes"});
     JobDesc job;
     job.id = static_cast<uint16_t>(o.uint("id", 0, 0xFFFF));
     job.trees = static_cast<uint32_t>(o.uint("trees", 1, 255, 1));
+    const std::string shape = o.string("shape", tree_shape_name(job.shape));
+    if (!parse_tree_shape(shape, job.shape)) {
+      o.fail("shape", "must be \"spine\" or \"chain\" (got \"" + shape + "\")");
+    }
     job.dscp = static_cast<uint8_t>(o.uint("dscp", 0, 63, 0));
     job.weight = o.number("weight", 0.0, std::numeric_limits<double>::infinity(), 1.0);
     if (!(job.weight > 0.0)) o.fail("weight", "out of range: " + o.require("weight").dump() + " is not > 0");

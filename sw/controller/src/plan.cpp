@@ -215,13 +215,19 @@ void Planner::build_trees() {
           for (size_t l : leaves) all = all && linked(sw, c.switches[l].name);
           if (all) roots.push_back(sw);
         }
+        if (job.shape == TreeShape::kChain && roots.empty()) {
+          fail(where + ": a chain over its " + std::to_string(leaves.size()) +
+               " leaves needs a spine PSwitch linked to all of them to pass the partial sums from leaf to "
+               "leaf (a two-tier leaf-spine fabric, or one pod of a three-tier fabric); chains across "
+               "the cores of a three-tier fabric are not supported");
+        }
         if (roots.empty()) core_roots = tiers::core_roots(leaves, tier, sw_neighbours);
         if (roots.empty() && core_roots.empty()) {
           fail(where + ": its workers sit under " + std::to_string(leaves.size()) +
                " leaves and no spine PSwitch is linked to all of them (nor a core PSwitch reached by all "
                "of them through spine/aggregation PSwitches)");
         }
-        if (leaves.size() > config::kMaxFanIn)
+        if (leaves.size() > config::kMaxFanIn && job.shape != TreeShape::kChain)
           fail(where + ": more than 64 leaves (fan-in limit at the root)");
       }
       // Roots are spread over the candidates across jobs. With backup trees,
@@ -233,6 +239,12 @@ void Planner::build_trees() {
                "leaves, or dual-homed workers); a standby tree on the same PSwitch would die with it");
         }
       };
+      if (job.shape == TreeShape::kChain && leaves.size() > 1) {
+        add_chain_tree(job, tree, leaves, leaf_workers, roots, offset + turn,
+                       backup ? static_cast<int>(primary) : -1);
+        same_root_as_primary(d.trees.back().root);
+        continue;
+      }
       if (!core_roots.empty()) {
         const tiers::CoreRoot& cr = core_roots[tiers::spread_root(offset, turn, core_roots.size())];
         same_root_as_primary(c.switches[cr.core].name);
@@ -330,6 +342,50 @@ void Planner::add_three_level_tree(const JobDesc& job, uint8_t tree, const std::
   }
   entries.push_back(
       PendingEntry{cr.core, job.id, tree, true, job.weight, job.dscp, middle_names, "", 0, group, {}});
+}
+
+// A chain tree (CINA's): the job's leaves in PSwitch order, rotated by
+// `turn` (tree t of a job starts at leaf (o + t) mod L, o as for spine
+// roots); each leaf's entry has its workers (child ids 0..w-1) and, but the
+// first, the previous leaf (child id w, behind the spine it came through)
+// as children, sends its partial to the next leaf through spine
+// (turn + k) mod S of `spines` (hop k: leaf k to leaf k+1), and the last
+// leaf is the root. Results go back down the chain: each leaf replicates
+// them to its workers and, addressed to it, to the previous leaf.
+void Planner::add_chain_tree(const JobDesc& job, uint8_t tree, const std::vector<size_t>& leaves,
+                             std::map<size_t, std::vector<std::string>>& leaf_workers,
+                             const std::vector<size_t>& spines, size_t turn, int backup_for) {
+  const std::string where = "job " + std::to_string(job.id);
+  std::vector<size_t> sorted = leaves;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  std::vector<size_t> chain(n);
+  for (size_t k = 0; k < n; ++k) chain[k] = sorted[(turn + k) % n];
+  auto hop_spine = [&](size_t k) { return spines[(turn + k) % spines.size()]; };
+  const uint32_t group = multicast_ip(job.id, tree);
+  d.trees.push_back(TreeInfo{job.id, tree, c.switches[chain[n - 1]].name, group, backup_for});
+  for (size_t k = 0; k < n; ++k) {
+    const size_t l = chain[k];
+    PendingEntry e{l, job.id, tree, k == n - 1, job.weight, job.dscp, leaf_workers[l], "", 0, group, {}};
+    ChainLink& link = chain_links[entries.size()];
+    if (k > 0) {
+      link.relay = static_cast<int>(e.children.size());
+      link.relay_leaf = chain[k - 1];
+      e.children.push_back(c.switches[hop_spine(k - 1)].name);
+    }
+    if (e.children.size() > config::kMaxFanIn) {
+      fail(where + ": more than 64 children of PSwitch '" + c.switches[l].name +
+           "' in a chain (its workers and the previous leaf; fan-in limit)");
+    }
+    if (k + 1 < n) {
+      const size_t next = chain[k + 1], spine = hop_spine(k);
+      e.parent = c.switches[next].name;
+      link.parent_via = c.switches[spine].name;
+      e.out_child_id = static_cast<uint16_t>(leaf_workers[next].size());
+      hops.push_back(PendingHop{spine, job.id, tree, c.switches[l].name, c.switches[next].name});
+    }
+    entries.push_back(std::move(e));
+  }
 }
 
 // Each PSwitch's packet memory divided among its entries (equal or

@@ -35,10 +35,28 @@ struct PendingEntry {
   double weight;
   uint8_t dscp;
   std::vector<std::string> children;  // neighbour names, child id = position
-  std::string parent;                 // neighbour name; empty at the root
+  std::string parent;                 // the parent PSwitch (a neighbour but in a chain); empty at the root
   uint16_t out_child_id;
   uint32_t group_ip;
   config::EntryConfig cfg;
+};
+
+// What a chain tree's entry has beyond a PendingEntry: the spine its
+// aggregate leaves by (the parent is the next leaf, beyond it), and the
+// previous leaf, its child `relay` (a spine port; -1 for the first leaf).
+struct ChainLink {
+  std::string parent_via;
+  int relay = -1;
+  size_t relay_leaf = 0;
+};
+
+// A chain tree's hop from one leaf to the next through a spine that passes
+// it on (pswitch::TransitHop).
+struct PendingHop {
+  size_t spine;
+  uint16_t job;
+  uint8_t tree;
+  std::string child, parent;  // the leaves, neighbours of the spine
 };
 
 // plan_deployment's steps, in the order docs/controller.md describes them:
@@ -77,6 +95,9 @@ class Planner {
   void add_three_level_tree(const JobDesc& job, uint8_t tree, const std::vector<size_t>& leaves,
                             std::map<size_t, std::vector<std::string>>& leaf_workers,
                             const tiers::CoreRoot& cr, int backup_for);
+  void add_chain_tree(const JobDesc& job, uint8_t tree, const std::vector<size_t>& leaves,
+                      std::map<size_t, std::vector<std::string>>& leaf_workers,
+                      const std::vector<size_t>& spines, size_t turn, int backup_for);
   void assign_shares();
   uint32_t entry_share(size_t sw, uint16_t job, uint8_t tree) const;
   const std::string& parent_of(size_t sw, uint16_t job, uint8_t tree) const;
@@ -99,6 +120,8 @@ class Planner {
   size_t trees_planned = 0;                        // primary trees of earlier jobs (root spreading)
   std::map<size_t, double> root_demand;            // priorities: bytes per ms of compute rooted at a PSwitch
   std::vector<PendingEntry> entries;
+  std::map<size_t, ChainLink> chain_links;  // by index in entries: the entries of chain trees
+  std::vector<PendingHop> hops;
   std::vector<WorkerSlot> worker_slots;
   Deployment d;
 };

@@ -67,19 +67,38 @@ void Planner::write_switch_configs() {
     config::NodeConfig& nc = out.node;
     nc.node = sd.name;
     nc.engine.udp_port = jd.udp_port;
-    for (const PendingEntry& e : entries) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const PendingEntry& e = entries[i];
       if (e.sw != s) continue;
+      const auto chain = chain_links.find(i);
+      const ChainLink* link = chain == chain_links.end() ? nullptr : &chain->second;
       nc.entries.push_back(e.cfg);
       pswitch::TreePorts tp;
       tp.job = e.job;
       tp.tree = e.tree;
-      tp.parent = e.parent.empty() ? -1 : static_cast<int>(port_of(s, e.parent));
+      // A chain's parent is the next leaf, through a spine.
+      tp.parent = e.parent.empty() ? -1 : static_cast<int>(port_of(s, link ? link->parent_via : e.parent));
       // The ingress binding: the child behind each port speaks only as its child id.
       for (size_t k = 0; k < e.children.size(); ++k) {
         tp.children.push_back(port_of(s, e.children[k]));
         tp.child_ids.push_back(e.cfg.children[k]);
       }
+      // A chain: results to the previous leaf are addressed to it (the spine
+      // passes them on), and to the workers from the group again.
+      if (link && link->relay >= 0) {
+        const SwitchDesc& prev = c.switches[link->relay_leaf];
+        tp.relays.push_back(
+            pswitch::RelayChild{tp.children[static_cast<size_t>(link->relay)], prev.mac, prev.ip});
+      }
+      if (link && !e.root) {
+        tp.group_ip = e.group_ip;
+        tp.group_mac = multicast_mac(e.group_ip);
+      }
       ps.trees.push_back(tp);
+    }
+    for (const PendingHop& h : hops) {
+      if (h.spine == s)
+        ps.transit.push_back(pswitch::TransitHop{h.job, h.tree, port_of(s, h.child), port_of(s, h.parent)});
     }
     nc.pswitch = pswitch::settings_to_json(ps);
     try {
@@ -126,6 +145,10 @@ void Planner::write_worker_plans() {
                               entry_share(root_of(job.id, tp.tree_id), job.id, tp.tree_id));
       const std::string& mid = parent_of(leaf, job.id, tp.tree_id);  // three levels: the middle PSwitch
       if (!mid.empty()) cap = std::min(cap, entry_share(nodes.at(mid).index, job.id, tp.tree_id));
+      for (const auto& [i, link] : chain_links) {  // a chain: every leaf's share bounds the result's cwnd_cap
+        const PendingEntry& e = entries[i];
+        if (e.job == job.id && e.tree == tp.tree_id) cap = std::min(cap, e.cfg.slot_count);
+      }
       tp.initial_cwnd_cap = static_cast<uint16_t>(std::min<uint32_t>(cap, 0xFFFF));
       p.trees.push_back(tp);
     }

@@ -46,9 +46,9 @@ const TreePorts* PswitchSettings::find_tree(uint16_t job, uint8_t tree) const {
 
 PswitchSettings settings_from_json(const json& j, const std::string& origin) {
   const JsonSource src(origin, &config::throw_as<SettingsError>);
-  const JsonObject top(
-      src, j, "pswitch",
-      {"name", "seed", "engine", "engine_queue_bytes", "engine_ecn_k_bytes", "ports", "trees", "mac_table"});
+  const JsonObject top(src, j, "pswitch",
+                       {"name", "seed", "engine", "engine_queue_bytes", "engine_ecn_k_bytes", "ports",
+                        "trees", "transit", "mac_table"});
   PswitchSettings s;
   s.name = top.string("name", s.name);
   s.seed = top.uint("seed", 0, UINT64_MAX, s.seed);
@@ -87,7 +87,7 @@ PswitchSettings settings_from_json(const json& j, const std::string& origin) {
     const json& trees = top.array("trees");
     for (size_t i = 0; i < trees.size(); ++i) {
       const JsonObject tj(src, trees[i], config::json_path(top.path("trees"), i),
-                          {"job", "tree", "parent", "children", "child_ids"});
+                          {"job", "tree", "parent", "children", "child_ids", "relays", "group"});
       TreePorts t;
       t.job = static_cast<uint16_t>(tj.uint("job", 0, 0xFFFF));
       t.tree = static_cast<uint8_t>(tj.uint("tree", 0, 0xFF));
@@ -100,12 +100,42 @@ PswitchSettings settings_from_json(const json& j, const std::string& origin) {
       for (size_t k = 0; k < children.size(); ++k) {
         const std::string path = config::json_path(tj.path("children"), k);
         const uint32_t p = port_ref(children[k], path);
-        if (static_cast<int>(p) == t.parent) src.fail(path, "a port cannot be both parent and child");
         if (std::find(t.children.begin(), t.children.end(), p) != t.children.end()) {
           src.fail(path,
                    "port '" + s.ports[p].name + "' is listed twice (it would receive every result twice)");
         }
         t.children.push_back(p);
+      }
+      if (tj.has("relays")) {
+        const json& relays = tj.array("relays");
+        for (size_t k = 0; k < relays.size(); ++k) {
+          const JsonObject rj(src, relays[k], config::json_path(tj.path("relays"), k), {"port", "mac", "ip"});
+          RelayChild r;
+          r.port = port_ref(rj.require("port"), rj.path("port"));
+          if (std::find(t.children.begin(), t.children.end(), r.port) == t.children.end())
+            rj.fail("port", "port '" + s.ports[r.port].name + "' is not one of the tree's children");
+          for (const RelayChild& o : t.relays) {
+            if (o.port == r.port) rj.fail("port", "port '" + s.ports[r.port].name + "' is listed twice");
+          }
+          r.mac = rj.mac("mac");
+          r.ip = rj.ipv4("ip");
+          t.relays.push_back(r);
+        }
+      }
+      if (tj.has("group")) {
+        const JsonObject gj = tj.object("group", {"mac", "ip"});
+        t.group_mac = gj.mac("mac");
+        t.group_ip = gj.ipv4("ip");
+      }
+      // A relay port may be the parent port too (a chain through one spine:
+      // results come in from the next leaf and go out, readdressed, to the
+      // previous one); any other port cannot.
+      for (size_t k = 0; k < t.children.size(); ++k) {
+        const bool relay = std::any_of(t.relays.begin(), t.relays.end(),
+                                       [&](const RelayChild& r) { return r.port == t.children[k]; });
+        if (static_cast<int>(t.children[k]) == t.parent && !relay) {
+          src.fail(config::json_path(tj.path("children"), k), "a port cannot be both parent and child");
+        }
       }
       if (tj.has("child_ids")) {
         const json& ids = tj.array("child_ids");
@@ -127,6 +157,30 @@ PswitchSettings settings_from_json(const json& j, const std::string& origin) {
         for (size_t k = 0; k < t.children.size(); ++k) t.child_ids.push_back(static_cast<uint16_t>(k));
       }
       s.trees.push_back(t);
+    }
+  }
+  if (top.has("transit")) {
+    const json& transit = top.array("transit");
+    for (size_t i = 0; i < transit.size(); ++i) {
+      const JsonObject hj(src, transit[i], config::json_path(top.path("transit"), i),
+                          {"job", "tree", "child", "parent"});
+      TransitHop h;
+      h.job = static_cast<uint16_t>(hj.uint("job", 0, 0xFFFF));
+      h.tree = static_cast<uint8_t>(hj.uint("tree", 0, 0xFF));
+      h.child = port_ref(hj.require("child"), hj.path("child"));
+      h.parent = port_ref(hj.require("parent"), hj.path("parent"));
+      if (h.child == h.parent) hj.fail("parent", "the same port as \"child\"");
+      if (s.find_tree(h.job, h.tree)) {
+        hj.fail("job " + std::to_string(h.job) + " tree " + std::to_string(h.tree) +
+                " is served here (in \"trees\"); a hop passes a tree this switch does not serve");
+      }
+      for (const TransitHop& o : s.transit) {
+        if (o.job == h.job && o.tree == h.tree && (o.child == h.child || o.parent == h.parent)) {
+          hj.fail("repeats a port of another hop of job " + std::to_string(h.job) + " tree " +
+                  std::to_string(h.tree) + " in the same role");
+        }
+      }
+      s.transit.push_back(h);
     }
   }
   if (top.has("mac_table")) {
@@ -168,7 +222,26 @@ json settings_to_json(const PswitchSettings& s) {
     tj["children"] = json::array();
     for (uint32_t c : t.children) tj["children"].push_back(s.ports[c].name);
     tj["child_ids"] = t.child_ids;
+    if (!t.relays.empty()) {
+      tj["relays"] = json::array();
+      for (const RelayChild& r : t.relays) {
+        tj["relays"].push_back({{"port", s.ports[r.port].name},
+                                {"mac", config::format_mac(r.mac)},
+                                {"ip", config::format_ipv4(r.ip)}});
+      }
+    }
+    if (t.group_ip != 0)
+      tj["group"] = {{"mac", config::format_mac(t.group_mac)}, {"ip", config::format_ipv4(t.group_ip)}};
     j["trees"].push_back(tj);
+  }
+  if (!s.transit.empty()) {
+    j["transit"] = json::array();
+    for (const TransitHop& h : s.transit) {
+      j["transit"].push_back({{"job", h.job},
+                              {"tree", h.tree},
+                              {"child", s.ports[h.child].name},
+                              {"parent", s.ports[h.parent].name}});
+    }
   }
   j["mac_table"] = json::array();
   for (const MacRoute& r : s.mac_table) {

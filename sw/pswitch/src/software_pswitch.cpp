@@ -398,7 +398,8 @@ nlohmann::json SoftwarePswitch::counters_json() {
                  {"result_wrong_port", c.result_wrong_port},
                  {"binding_drops", c.binding_drops},
                  {"no_parent", c.no_parent},
-                 {"hairpin_drops", c.hairpin_drops}};
+                 {"hairpin_drops", c.hairpin_drops},
+                 {"transit", c.transit}};
   return j;
 }
 

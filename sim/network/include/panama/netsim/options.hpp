@@ -152,6 +152,8 @@ struct Options {
   // ---- scheme and jobs
   Scheme scheme = Scheme::kPanama;
   uint32_t trees = 4;  // per job for panama / fixed-window (single-tree: 1)
+  std::string tree_shape =
+      "spine";  // PANAMA schemes: the controller's tree shape, "spine" or "chain" (CINA's)
   // PANAMA schemes: priority levels by GPU intensity (the controller's
   // "priorities", docs/controller.md): level l's packets carry DSCP 8 (L - l)
   // and every output queue serves the PANAMA packets of a higher level

@@ -72,10 +72,21 @@ struct ClusterDesc {
   std::string run_dir = "/tmp/panama-cluster";
 };
 
+// The shape of a job's trees (docs/controller.md, "Chain trees"): spine
+// (every leaf under a spine root, or a core root on three tiers) or chain
+// (CINA's: only the job's leaves aggregate, each adds its rack to the
+// previous leaf's partial and passes it on, the last one is the root).
+enum class TreeShape { kSpine, kChain };
+
+// "spine" / "chain"; parse_tree_shape is false for any other name.
+const char* tree_shape_name(TreeShape s);
+bool parse_tree_shape(const std::string& name, TreeShape& out);
+
 struct JobDesc {
   uint16_t id = 1;
   std::vector<std::string> workers;  // rank order
   uint32_t trees = 1;
+  TreeShape shape = TreeShape::kSpine;
   double weight = 1.0;
   uint8_t dscp = 0;
   // One standby tree per tree (ids trees..2·trees-1, tree trees+t stands by for

@@ -39,6 +39,16 @@ struct PortSettings {
   bool uplink = false;                // towards a spine: flooding never goes uplink -> uplink
 };
 
+// A child that is not the next hop: a chain tree's previous leaf, behind a
+// spine that does not serve the tree. Results sent out of `port` (one of the
+// tree's children) are addressed to that child (`mac`, `ip`), so that the
+// spine forwards them as it forwards any unicast frame.
+struct RelayChild {
+  uint32_t port = 0;
+  Mac mac{};
+  uint32_t ip = 0;
+};
+
 struct TreePorts {
   uint16_t job = 0;
   uint8_t tree = 0;
@@ -49,6 +59,25 @@ struct TreePorts {
   // out_child_id above). Parallel to `children`; "child_ids" in the JSON,
   // by default the position in "children" (the controller's rule).
   std::vector<uint16_t> child_ids;
+  // Chain trees ("relays", "group" in the JSON): children reached through
+  // another switch, and the tree's group address, which results sent to the
+  // other children carry (a chain leaf receives them addressed to itself).
+  // group_ip 0: results go out as they came.
+  std::vector<RelayChild> relays;
+  Mac group_mac{};
+  uint32_t group_ip = 0;
+};
+
+// A chain tree's hop through this switch, which does not serve the tree:
+// aggregate-up and retransmissions of (job, tree) arriving on `child` leave
+// by `parent`, results arriving on `parent` leave by `child`, also where
+// these ports are child ports of other trees (whose bindings would drop
+// them otherwise).
+struct TransitHop {
+  uint16_t job = 0;
+  uint8_t tree = 0;
+  uint32_t child = 0;
+  uint32_t parent = 0;
 };
 
 struct MacRoute {
@@ -70,6 +99,7 @@ struct PswitchSettings {
   uint64_t engine_ecn_k_bytes = 256u << 10;
   std::vector<PortSettings> ports;
   std::vector<TreePorts> trees;
+  std::vector<TransitHop> transit;
   std::vector<MacRoute> mac_table;
 
   int port_index(const std::string& name) const;

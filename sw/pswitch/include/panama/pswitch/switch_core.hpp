@@ -13,8 +13,16 @@
 //  - malformed PANAMA frames -> the engine, which drops and counts them;
 //  - result-down for a served (job, tree) arriving on its parent port ->
 //    replicated to the child ports; from any other port -> dropped, counted;
+//  - a chain tree's hop through this switch ("transit": it does not serve
+//    the tree): aggregate-up / retransmission from the hop's child port to
+//    its parent port, result-down the other way, also where those ports
+//    have bindings of other trees;
 //  - everything else (incl. PANAMA frames of trees not served here) ->
 //    forwarded by destination MAC from the static table, or flooded.
+//
+// A result leaving by a relay port of its tree (a chain's previous leaf,
+// behind a spine) is addressed to that leaf; to the other child ports it
+// carries the tree's group address when the tree names one.
 //
 // No I/O here: frames to send go to an emit target (panama/emit_target.hpp)
 // with the ports they leave by: one port, or a tree's child ports at once for
@@ -67,6 +75,7 @@ struct SwitchCounters {
   uint64_t no_parent = 0;          // aggregate-up emitted for a tree without a parent port
   uint64_t hairpin_drops = 0;      // MAC table points back at the ingress port
   uint64_t binding_drops = 0;      // sum of the ports' binding_drops
+  uint64_t transit = 0;            // frames passed along a chain tree's hop (settings.transit)
 };
 
 template <class Engine>
@@ -81,6 +90,7 @@ class SwitchCore {
         parent_port_(settings.ports.size(), false) {
     held_.reserve(wire::kMaxFrameBytes);
     joined_.reserve(wire::kMaxFrameBytes);
+    readdressed_.reserve(wire::kMaxFrameBytes);
     for (const TreePorts& t : s_.trees) {
       for (uint32_t p : t.children) child_port_[p] = true;
       if (t.parent >= 0) parent_port_[t.parent] = true;
@@ -103,6 +113,7 @@ class SwitchCore {
     const wire::FrameClass cls = wire::classify_frame(head, len, engine_.udp_port(), h);
     if (cls == wire::FrameClass::kOk) {
       const int t = tree_index(h.job_id, h.tree_id);
+      if (t < 0 && pass_hop(in_port, h, false, head, payload, len, out)) return;
       if (!bound(in_port, t, h.child_id)) {
         drop_unbound(in_port);
         return;
@@ -124,6 +135,7 @@ class SwitchCore {
         replicate(t, whole(head, payload, len), len, out);
         return;
       }
+      if (pass_hop(in_port, h, true, head, payload, len, out)) return;
       if (child_port_[in_port] && !parent_port_[in_port]) {  // results never flow up
         drop_unbound(in_port);
         return;
@@ -233,7 +245,8 @@ class SwitchCore {
     if (d[wire::kPanamaType] == static_cast<uint8_t>(wire::PacketType::kResultDown)) {
       if (only_port >= 0) {
         ++trees_[t].results_resent;
-        send(out, static_cast<uint32_t>(only_port), d, n);
+        const uint32_t port = static_cast<uint32_t>(only_port);
+        emit_result(t, d, n, Ports{&port, 1}, out);
         return;
       }
       ++trees_[t].results_emitted;
@@ -253,12 +266,72 @@ class SwitchCore {
     out.emit(d, n, Ports{&port, 1});
   }
 
-  // A result to every child port of tree index `t`: one multicast emission.
+  // A result to every child port of tree index `t`: one multicast emission
+  // (and one per relay port).
   void replicate(int t, const uint8_t* d, uint32_t n, EmitTarget& out) {
     const std::vector<uint32_t>& children = s_.trees[t].children;
     trees_[t].result_copies += children.size();
     if (children.empty()) return;
-    out.emit(d, n, Ports{children.data(), static_cast<uint32_t>(children.size())});
+    emit_result(t, d, n, Ports{children.data(), static_cast<uint32_t>(children.size())}, out);
+  }
+
+  // A result of tree index `t` out of `to`: as it is, unless the tree has
+  // relays (a copy addressed to the relay's leaf each) or a group address
+  // the frame does not carry yet (a copy addressed to the group).
+  void emit_result(int t, const uint8_t* d, uint32_t n, Ports to, EmitTarget& out) {
+    const TreePorts& tp = s_.trees[t];
+    const bool as_is = tp.group_ip == 0 || wire::load_be32(d + wire::kIpDst) == tp.group_ip;
+    if (tp.relays.empty() && as_is) {
+      out.emit(d, n, to);
+      return;
+    }
+    plain_.clear();
+    for (uint32_t p : to) {
+      const RelayChild* relay = nullptr;
+      for (const RelayChild& r : tp.relays) relay = r.port == p ? &r : relay;
+      if (relay == nullptr) {
+        plain_.push_back(p);
+        continue;
+      }
+      readdress(d, n, relay->mac, relay->ip);
+      send(out, p, readdressed_.data(), n);
+    }
+    if (plain_.empty()) return;
+    const Ports rest{plain_.data(), static_cast<uint32_t>(plain_.size())};
+    if (as_is) {
+      out.emit(d, n, rest);
+      return;
+    }
+    readdress(d, n, tp.group_mac, tp.group_ip);
+    out.emit(readdressed_.data(), n, rest);
+  }
+
+  // The frame in readdressed_, its destination MAC and IP replaced (IPv4
+  // header checksum recomputed; the UDP checksum is 0, not used).
+  void readdress(const uint8_t* d, uint32_t n, const Mac& mac, uint32_t ip) {
+    readdressed_.assign(d, d + n);
+    uint8_t* f = readdressed_.data();
+    std::memcpy(f + wire::kEthDst, mac.data(), 6);
+    wire::store_be32(f + wire::kIpDst, ip);
+    wire::store_be16(f + wire::kIpChecksum, 0);
+    wire::store_be16(f + wire::kIpChecksum, wire::ipv4_header_checksum(f + wire::kIpOffset));
+  }
+
+  // A chain tree's hop through this switch: an aggregate-up / retransmission
+  // (`result` false) from the hop's child port to its parent port, a result
+  // the other way. False when no hop of (job, tree) starts at `in_port`.
+  bool pass_hop(uint32_t in_port, const wire::Header& h, bool result, const uint8_t* head,
+                const uint8_t* payload, uint32_t len, EmitTarget& out) {
+    for (const TransitHop& hop : s_.transit) {
+      if (hop.job != h.job_id || hop.tree != h.tree_id || (result ? hop.parent : hop.child) != in_port)
+        continue;
+      const uint32_t to = result ? hop.child : hop.parent;
+      ++ctr_.transit;
+      ++ports_[to].forwarded;
+      send(out, to, whole(head, payload, len), len);
+      return true;
+    }
+    return false;
   }
 
   void forward_l2(uint32_t in_port, const uint8_t* frame, uint32_t len, EmitTarget& out) {
@@ -295,10 +368,12 @@ class SwitchCore {
   std::vector<PortSwitchCounters> ports_;
   std::vector<TreeSwitchCounters> trees_;
   SwitchCounters ctr_;
-  std::vector<uint8_t> held_;      // an emission held back while its cause is decided
-  std::vector<uint8_t> joined_;    // a two-piece frame made contiguous to be sent on
-  std::vector<bool> child_port_;   // per port: a child port of some tree (has bindings)
-  std::vector<bool> parent_port_;  // per port: the parent port of some tree
+  std::vector<uint8_t> held_;         // an emission held back while its cause is decided
+  std::vector<uint8_t> joined_;       // a two-piece frame made contiguous to be sent on
+  std::vector<uint8_t> readdressed_;  // a result with another destination (relay, group)
+  std::vector<uint32_t> plain_;       // a result's ports that take it as it is
+  std::vector<bool> child_port_;      // per port: a child port of some tree (has bindings)
+  std::vector<bool> parent_port_;     // per port: the parent port of some tree
 };
 
 }  // namespace panama::pswitch
