@@ -132,7 +132,7 @@ struct SoftwarePswitch::Impl {
     for (size_t k = 0; k < out_ports.count; ++k) {
       const uint32_t port = out_ports.list[(first + k) % out_ports.count];
       Port& p = ports[port];
-      if (p.queue->marks_now()) {  // a copy of its own, never the staged mbuf others share
+      if (p.queue->marks_now(d, n)) {  // a copy of its own, never the staged mbuf others share
         enqueue(port, d, n, now, false);
         continue;
       }
@@ -196,7 +196,8 @@ struct SoftwarePswitch::Impl {
           ++joined_frames;
           m = c;
         }
-        if (rte_mbuf_refcnt_read(m) > 1 && engine_queue->marks_now()) {
+        if (rte_mbuf_refcnt_read(m) > 1 &&
+            engine_queue->marks_now(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m))) {
           // A frame another receiver shares (a result replicated by a PSwitch
           // of this process): marking CE writes into it, so mark a copy.
           rte_mbuf* c = copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), false);
