@@ -1,7 +1,8 @@
 // Strict priority in the software PSwitch's queues (output_queue.hpp): bands
-// by DSCP, the shared buffer, per-band ECN and counters. Expected values are
-// worked out by hand or by a model written here; the randomized test takes
-// its seed from PANAMA_TEST_SEED and prints it.
+// by DSCP, the shared buffer, per-band ECN and counters, and the
+// "priority_dscp" setting. Expected values are worked out by hand or by a
+// model written here; the randomized test takes its seed from
+// PANAMA_TEST_SEED and prints it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,11 +12,13 @@
 #include <vector>
 
 #include "panama/pswitch/output_queue.hpp"
+#include "panama/pswitch/settings.hpp"
 #include "support/frames.hpp"
 
 using namespace panama;
 using namespace panama::pswitch;
 using namespace panama::test;
+using nlohmann::json;
 
 namespace {
 
@@ -356,4 +359,37 @@ TEST_CASE("priority bands against a model: random arrivals, DSCPs, sizes and dra
     CHECK(m_mark[c] > 0);
   }
   CHECK(frames_out > 1000);
+}
+
+TEST_CASE("pswitch section: priority_dscp lists the levels' DSCP, highest first", "[priority]") {
+  const json base = {{"ports", {{{"name", "a"}}, {{"name", "b"}}}}};
+  const PswitchSettings none = settings_from_json(base);
+  CHECK(none.priority_dscp.empty());
+  CHECK_FALSE(settings_to_json(none).contains("priority_dscp"));  // a section without levels reads as before
+  json j = base;
+  j["priority_dscp"] = {46, 10, 0};
+  const PswitchSettings s = settings_from_json(j);
+  CHECK(s.priority_dscp == std::vector<uint8_t>{46, 10, 0});
+  CHECK(settings_to_json(s)["priority_dscp"] == json({46, 10, 0}));
+  CHECK(settings_from_json(settings_to_json(s)).priority_dscp == s.priority_dscp);
+  j["priority_dscp"] = json::array();
+  CHECK(settings_from_json(j).priority_dscp.empty());
+
+  auto error = [&](const json& v) {
+    json bad = base;
+    bad["priority_dscp"] = v;
+    try {
+      settings_from_json(bad, "leaf0.json");
+    } catch (const SettingsError& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK(error({46, 64}) == "leaf0.json: pswitch.priority_dscp[1]: out of range: 64 is not in 0..63");
+  CHECK(error({46, 10, 46}) ==
+        "leaf0.json: pswitch.priority_dscp[2]: DSCP 46 is listed twice (two levels would share one queue)");
+  CHECK(error({1, 2, 3, 4, 5, 6, 7, 8, 9}) ==
+        "leaf0.json: pswitch.priority_dscp: at most 8 priority levels (got 9)");
+  CHECK_THAT(error(46), Catch::StartsWith("leaf0.json: pswitch.priority_dscp: wrong type"));
+  CHECK_THAT(error({"ef"}), Catch::StartsWith("leaf0.json: pswitch.priority_dscp[0]: wrong type"));
 }
