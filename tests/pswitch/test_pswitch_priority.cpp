@@ -1,8 +1,9 @@
 // Strict priority in the software PSwitch's queues (output_queue.hpp): bands
-// by DSCP, the shared buffer, per-band ECN and counters, and the
-// "priority_dscp" setting. Expected values are worked out by hand or by a
-// model written here; the randomized test takes its seed from
-// PANAMA_TEST_SEED and prints it.
+// by DSCP, the shared buffer, per-band ECN and counters, the "priority_dscp"
+// setting, and the controller writing its priority levels into every
+// PSwitch. Expected values are worked out by hand or by a model written
+// here from the rules in docs/pswitch.md; the randomized test takes its
+// seed from PANAMA_TEST_SEED and prints it.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "panama/controller/controller.hpp"
 #include "panama/pswitch/output_queue.hpp"
 #include "panama/pswitch/settings.hpp"
 #include "support/frames.hpp"
@@ -392,4 +394,63 @@ TEST_CASE("pswitch section: priority_dscp lists the levels' DSCP, highest first"
         "leaf0.json: pswitch.priority_dscp: at most 8 priority levels (got 9)");
   CHECK_THAT(error(46), Catch::StartsWith("leaf0.json: pswitch.priority_dscp: wrong type"));
   CHECK_THAT(error({"ef"}), Catch::StartsWith("leaf0.json: pswitch.priority_dscp[0]: wrong type"));
+}
+
+TEST_CASE("controller: with priorities every PSwitch's queues get the levels' DSCP", "[priority]") {
+  // Job 2 is more GPU-intensive (100 ms per 1e8 bytes) than job 1 (100 ms
+  // per 1e9 bytes): two levels, job 2 at level 0 (DSCP 46), job 1 at level
+  // 1 (DSCP 10).
+  json jobs = {
+      {"priorities", {{"levels", 2}, {"dscp", {46, 10}}}},
+      {"jobs",
+       json::array(
+           {{{"id", 1}, {"workers", {"w0", "w1", "w2"}}, {"compute_ms", 100}, {"gradient_bytes", 1e9}},
+            {{"id", 2}, {"workers", {"w3", "w4", "w5"}}, {"compute_ms", 100}, {"gradient_bytes", 1e8}}})}};
+  const controller::ClusterDesc cluster =
+      controller::parse_cluster(controller::two_tier_cluster(6, 2, 2, 10.0));
+  const controller::Deployment d = controller::plan_deployment(cluster, controller::parse_jobs(jobs));
+  REQUIRE(d.switches.size() == 4);
+  size_t entries = 0;
+  for (const controller::SwitchOutput& s : d.switches) {
+    INFO(s.node.node);
+    CHECK(s.settings.priority_dscp == std::vector<uint8_t>{46, 10});
+    // What is written to <switch>.json, and what the PSwitch reads from it.
+    CHECK(s.node.pswitch["priority_dscp"] == json({46, 10}));
+    const PswitchSettings back = settings_from_json(s.node.pswitch);
+    CHECK(back.priority_dscp == std::vector<uint8_t>{46, 10});
+    // The frames the engine emits for each job land in its level's band.
+    OutputQueue<int> q(QueueConfig{10.0, 1u << 20, 0, back.priority_dscp});
+    for (const config::EntryConfig& e : s.node.entries) {
+      INFO("job " << e.job);
+      const std::vector<uint8_t> f = frame(e.dscp, 200);
+      CHECK(q.band_of(f.data(), 200) == (e.job == 2 ? 1u : 2u));
+      ++entries;
+    }
+  }
+  CHECK(entries > 0);
+  for (const controller::WorkerOutput& w : d.workers) {
+    INFO(w.host);
+    CHECK(w.plan.dscp == (w.plan.job_id == 2 ? 46 : 10));
+  }
+
+  // Two levels given one DSCP are one class on the wire: it is listed once,
+  // and the PSwitch accepts the section.
+  json same = jobs;
+  same["priorities"]["dscp"] = {46, 46};
+  const controller::Deployment one = controller::plan_deployment(cluster, controller::parse_jobs(same));
+  for (const controller::SwitchOutput& s : one.switches) {
+    INFO(s.node.node);
+    CHECK(s.settings.priority_dscp == std::vector<uint8_t>{46});
+    CHECK(settings_from_json(s.node.pswitch).priority_dscp == std::vector<uint8_t>{46});
+  }
+
+  // Without priorities the section has no levels (and no key).
+  json plain = jobs;
+  plain.erase("priorities");
+  const controller::Deployment p = controller::plan_deployment(cluster, controller::parse_jobs(plain));
+  for (const controller::SwitchOutput& s : p.switches) {
+    INFO(s.node.node);
+    CHECK(s.settings.priority_dscp.empty());
+    CHECK_FALSE(s.node.pswitch.contains("priority_dscp"));
+  }
 }
