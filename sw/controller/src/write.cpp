@@ -34,6 +34,15 @@ void Planner::write_switch_configs() {
     ps.name = sd.name;
     ps.seed = c.port_defaults.seed * 1000003u + s;
     ps.engine_ecn_k_bytes = c.engine_ecn_k_bytes;
+    // Priorities: the queues serve the levels' DSCPs, highest first. A DSCP
+    // given to two levels is one class on the wire: it is listed once, at
+    // the higher level.
+    if (jd.priority_levels > 0) {
+      for (uint8_t dscp : jd.priority_dscp) {
+        if (std::find(ps.priority_dscp.begin(), ps.priority_dscp.end(), dscp) == ps.priority_dscp.end())
+          ps.priority_dscp.push_back(dscp);
+      }
+    }
     for (size_t p = 0; p < sw_ports[s].size(); ++p) {
       const std::string& n = sw_ports[s][p];
       const Node& o = nodes.at(n);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "panama/config/json_reader.hpp"
+#include "panama/pswitch/output_queue.hpp"
 
 namespace panama::pswitch {
 
@@ -47,8 +48,8 @@ const TreePorts* PswitchSettings::find_tree(uint16_t job, uint8_t tree) const {
 PswitchSettings settings_from_json(const json& j, const std::string& origin) {
   const JsonSource src(origin, &config::throw_as<SettingsError>);
   const JsonObject top(src, j, "pswitch",
-                       {"name", "seed", "engine", "engine_queue_bytes", "engine_ecn_k_bytes", "ports",
-                        "trees", "transit", "mac_table"});
+                       {"name", "seed", "engine", "engine_queue_bytes", "engine_ecn_k_bytes", "priority_dscp",
+                        "ports", "trees", "transit", "mac_table"});
   PswitchSettings s;
   s.name = top.string("name", s.name);
   s.seed = top.uint("seed", 0, UINT64_MAX, s.seed);
@@ -58,6 +59,21 @@ PswitchSettings settings_from_json(const json& j, const std::string& origin) {
   }
   s.engine_queue_bytes = queue_size(top, "engine_queue_bytes", s.engine_queue_bytes);
   s.engine_ecn_k_bytes = top.uint("engine_ecn_k_bytes", 0, UINT64_MAX, s.engine_ecn_k_bytes);
+  if (top.has("priority_dscp")) {
+    const json& levels = top.array("priority_dscp");
+    if (levels.size() > kMaxPriorityLevels) {
+      top.fail("priority_dscp", "at most " + std::to_string(kMaxPriorityLevels) + " priority levels (got " +
+                                    std::to_string(levels.size()) + ")");
+    }
+    for (size_t l = 0; l < levels.size(); ++l) {
+      const std::string path = config::json_path(top.path("priority_dscp"), l);
+      const uint8_t d = static_cast<uint8_t>(src.uint(levels[l], path, 0, 63));
+      if (std::find(s.priority_dscp.begin(), s.priority_dscp.end(), d) != s.priority_dscp.end()) {
+        src.fail(path, "DSCP " + std::to_string(d) + " is listed twice (two levels would share one queue)");
+      }
+      s.priority_dscp.push_back(d);
+    }
+  }
   const json& ports = top.array("ports", true);
   for (size_t i = 0; i < ports.size(); ++i) {
     const JsonObject pj(
@@ -203,6 +219,8 @@ json settings_to_json(const PswitchSettings& s) {
   j["engine"] = s.engine;
   j["engine_queue_bytes"] = s.engine_queue_bytes;
   j["engine_ecn_k_bytes"] = s.engine_ecn_k_bytes;
+  // Only with levels: a section without them reads as before.
+  if (!s.priority_dscp.empty()) j["priority_dscp"] = s.priority_dscp;
   j["ports"] = json::array();
   for (const PortSettings& p : s.ports) {
     j["ports"].push_back({{"name", p.name},

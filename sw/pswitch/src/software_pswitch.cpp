@@ -32,6 +32,45 @@ std::string device_of(const std::string& vdev) {
   return vdev.substr(0, vdev.find(','));
 }
 
+// A queue's counters per band, highest priority first (band 1, ..., L, then
+// the default band 0), each with its level and DSCP.
+template <class Queue>
+nlohmann::json bands_json(const Queue& q) {
+  nlohmann::json a = nlohmann::json::array();
+  for (uint32_t k = 1; k <= q.bands(); ++k) {
+    const uint32_t b = k % q.bands();
+    const BandCounters& c = q.band_counters(b);
+    nlohmann::json j = {{"band", b}};
+    if (b > 0) {
+      j["level"] = b - 1;
+      j["dscp"] = q.config().priority_dscp[b - 1];
+    }
+    j.update({{"enqueued", c.enqueued},
+              {"dequeued", c.dequeued},
+              {"bytes_in", c.bytes_in},
+              {"bytes_out", c.bytes_out},
+              {"tail_drops", c.tail_drops},
+              {"ecn_marked", c.ecn_marked},
+              {"max_queue_bytes", c.max_depth_bytes}});
+    a.push_back(j);
+  }
+  return a;
+}
+
+// One line of the counter table: a queue's bands, "frames out/tail drops/CE marks".
+std::string bands_line(const std::string& name, const nlohmann::json& bands) {
+  std::string line = "  " + name + ":";
+  for (const auto& b : bands) {
+    line += b.contains("level") ? " L" + std::to_string(b["level"].get<unsigned>()) + " (dscp " +
+                                      std::to_string(b["dscp"].get<unsigned>()) + ") "
+                                : " other ";
+    line += std::to_string(b["dequeued"].get<uint64_t>()) + "/" +
+            std::to_string(b["tail_drops"].get<uint64_t>()) + "/" +
+            std::to_string(b["ecn_marked"].get<uint64_t>());
+  }
+  return line + "\n";
+}
+
 }  // namespace
 
 struct SoftwarePswitch::Impl {
@@ -132,7 +171,7 @@ struct SoftwarePswitch::Impl {
     for (size_t k = 0; k < out_ports.count; ++k) {
       const uint32_t port = out_ports.list[(first + k) % out_ports.count];
       Port& p = ports[port];
-      if (p.queue->marks_now()) {  // a copy of its own, never the staged mbuf others share
+      if (p.queue->marks_now(d, n)) {  // a copy of its own, never the staged mbuf others share
         enqueue(port, d, n, now, false);
         continue;
       }
@@ -196,7 +235,8 @@ struct SoftwarePswitch::Impl {
           ++joined_frames;
           m = c;
         }
-        if (rte_mbuf_refcnt_read(m) > 1 && engine_queue->marks_now()) {
+        if (rte_mbuf_refcnt_read(m) > 1 &&
+            engine_queue->marks_now(rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m))) {
           // A frame another receiver shares (a result replicated by a PSwitch
           // of this process): marking CE writes into it, so mark a copy.
           rte_mbuf* c = copy_into(p, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), false);
@@ -276,8 +316,10 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
   EngineRegisters<EngineBackend> regs(*s.engine);
   config::apply_node_config(regs, s.cfg);
   s.core = std::make_unique<SwitchCore<EngineBackend>>(s.settings, *s.engine);
-  s.engine_queue = std::make_unique<OutputQueue<Impl::RxFrame>>(
-      QueueConfig{0.0, s.settings.engine_queue_bytes, s.settings.engine_ecn_k_bytes});
+  // The engine queue serves the priority levels too: the engine is often
+  // the slowest stage, so that is where the levels matter most.
+  s.engine_queue = std::make_unique<OutputQueue<Impl::RxFrame>>(QueueConfig{
+      0.0, s.settings.engine_queue_bytes, s.settings.engine_ecn_k_bytes, s.settings.priority_dscp});
   for (size_t i = 0; i < s.settings.ports.size(); ++i) {
     const PortSettings& ps = s.settings.ports[i];
     runtime::PortConfig pc;
@@ -287,8 +329,8 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
     pc.mbufs = 4095;
     Impl::Port p;
     p.dev = std::make_unique<runtime::DpdkPort>(eal, pc);
-    p.queue =
-        std::make_unique<OutputQueue<rte_mbuf*>>(QueueConfig{ps.rate_gbps, ps.queue_bytes, ps.ecn_k_bytes});
+    p.queue = std::make_unique<OutputQueue<rte_mbuf*>>(
+        QueueConfig{ps.rate_gbps, ps.queue_bytes, ps.ecn_k_bytes, s.settings.priority_dscp});
     p.faults = std::make_unique<FaultInjector<rte_mbuf*>>(FaultConfig{ps.loss, ps.dup, ps.reorder},
                                                           s.settings.seed * 0x9E3779B97F4A7C15ull + 2 * i);
     p.rx_faults = std::make_unique<FaultInjector<rte_mbuf*>>(
@@ -361,6 +403,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
                           {"injected_dup", f.duplicated},
                           {"injected_reorder", f.reordered},
                           {"no_mbuf_drops", p.no_mbuf}});
+    if (p.queue->bands() > 1) j["ports"].back()["bands"] = bands_json(*p.queue);
   }
   EngineRegisters<EngineBackend> regs(*s.engine);
   const config::CounterSnapshot snap = config::read_counters(regs, s.cfg.entries);
@@ -389,6 +432,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
                        {"tail_drops", eq.tail_drops},
                        {"ecn_marked", eq.ecn_marked},
                        {"max_queue_bytes", eq.max_depth_bytes}};
+  if (s.engine_queue->bands() > 1) j["engine_queue"]["bands"] = bands_json(*s.engine_queue);
   j["switch"] = {{"engine_drops", c.engine_drops},
                  {"segmented_drops", s.segmented_drops},
                  {"joined_frames", s.joined_frames},
@@ -422,6 +466,11 @@ std::string SoftwarePswitch::counters_table() {
                   (unsigned long long)p["injected_dup"].get<uint64_t>(),
                   (unsigned long long)p["injected_reorder"].get<uint64_t>());
     os << line;
+  }
+  if (j["engine_queue"].contains("bands")) {
+    os << "  priority bands, highest first (frames out/tail drops/CE marks):\n";
+    for (const auto& p : j["ports"]) os << bands_line(p["name"].get<std::string>(), p["bands"]);
+    os << bands_line("engine queue", j["engine_queue"]["bands"]);
   }
   if (const uint64_t bd = j["switch"]["binding_drops"].get<uint64_t>(); bd > 0) {
     os << "  binding drops (frames speaking for a (job, tree, child) not bound to their port): " << bd

@@ -3,7 +3,8 @@
 // The engine table (entries, shares, addresses) lives in the node config's
 // engine part and is applied through sw/config; this section describes what
 // only the switch around the engine needs: its ports (virtual device, link
-// rate, output queue, ECN threshold, fault injection), which port is the
+// rate, output queue, ECN threshold, fault injection), the DSCP of each
+// priority level its queues serve first, which port is the
 // parent and which are the children of each (job, tree), and a static MAC
 // table for ordinary traffic. docs/pswitch.md documents every key.
 #pragma once
@@ -97,6 +98,11 @@ struct PswitchSettings {
   // CE above K like at any output port, so the workers' windows see it.
   uint64_t engine_queue_bytes = 4u << 20;
   uint64_t engine_ecn_k_bytes = 256u << 10;
+  // Priority levels (the controller's, docs/controller.md "Priorities"):
+  // the DSCP of each level, highest first, distinct, at most 8. Every output
+  // queue and the engine queue then serve these DSCPs in strict priority,
+  // before all other traffic (output_queue.hpp). Empty: one FIFO per queue.
+  std::vector<uint8_t> priority_dscp;
   std::vector<PortSettings> ports;
   std::vector<TreePorts> trees;
   std::vector<TransitHop> transit;
