@@ -432,4 +432,7 @@ TEST_CASE("priorities by GPU intensity: levels, DSCP, weights and the least load
   bad = jobs;
   bad["priorities"]["dscp"] = {46};
   CHECK_THROWS_WITH(parse_jobs(bad), Contains("one DSCP value per level (2), got 1"));
+  bad = jobs;
+  bad["priorities"]["dscp"] = {46, 46};
+  CHECK_THROWS_WITH(parse_jobs(bad), Contains("priorities.dscp[1]: DSCP 46 is given to two levels"));
 }

@@ -1,6 +1,7 @@
 // Reading the controller's input: the cluster description and the job
 // description (docs/controller.md), with the JSON object reader
 // (panama/config/json_reader.hpp).
+#include <algorithm>
 #include <limits>
 #include <memory>
 
@@ -165,8 +166,13 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
       o.fail("dscp", "needs one DSCP value per level (" + std::to_string(d.priority_levels) + "), got " +
                          std::to_string(dscp.size()));
     }
-    for (size_t k = 0; k < dscp.size(); ++k)
-      d.priority_dscp.push_back(static_cast<uint8_t>(src.uint(dscp[k], json_path(o.path("dscp"), k), 0, 63)));
+    for (size_t k = 0; k < dscp.size(); ++k) {
+      const std::string path = json_path(o.path("dscp"), k);
+      const uint8_t v = static_cast<uint8_t>(src.uint(dscp[k], path, 0, 63));
+      if (std::find(d.priority_dscp.begin(), d.priority_dscp.end(), v) != d.priority_dscp.end())
+        src.fail(path, "DSCP " + std::to_string(v) + " is given to two levels (each level needs its own queue)");
+      d.priority_dscp.push_back(v);
+    }
   }
   const json& jobs = top.array("jobs", true);
   for (size_t i = 0; i < jobs.size(); ++i) {
