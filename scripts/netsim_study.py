@@ -91,6 +91,29 @@ def grid(name):
                     f"--jobs 8 {work} --dtype bf16 --load 0.3 {jumbo}")
             cells.append({"name": f"256 hosts, load 0.3, ML 50%, {over}", "args": shlex.split(args)})
         return cells
+    if name == "contention":
+        # When jobs compete (docs/contention.md): priorities by GPU intensity
+        # and engine memory cut to 1/4 and 1/16, on the regime map's cell at
+        # 4:1, load 0.3, ML 100% (its PANAMA, ring and hierarchical runs are
+        # shared with the map when both use one --out); chain trees against
+        # spine-rooted ones (fp32: the simulation's chain reference) with
+        # jobs spread over every rack at 64, 256 and 512 hosts.
+        base = ("--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps 5 "
+                f"--jobs 4 {work} --dtype bf16 --load 0.3 {jumbo}")
+        cells = [{"name": "64 hosts, load 0.3, ML 100%, 4:1", "args": shlex.split(base),
+                  "schemes": {"panama": SCHEMES["panama"], "priorities": "--scheme panama --priorities 2",
+                              "memory 1/4": "--scheme panama --packet-memory 128",
+                              "memory 1/16": "--scheme panama --packet-memory 32",
+                              "ring-rack": SCHEMES["ring-rack"], "hierarchical": SCHEMES["hierarchical"]}}]
+        chain = {"panama": SCHEMES["panama"], "chain": "--scheme panama --tree-shape chain"}
+        for hosts, racks, per, spines, load in ((64, 8, 8, 4, 0.3), (256, 16, 16, 8, 0.0), (512, 32, 16, 8, 0.0)):
+            args = (f"--racks {racks} --hosts-per-rack {per} --spines {spines} --host-gbps 100 --fabric-gbps 100 "
+                    f"--jobs 4 --workers-per-job {racks} --placement spread --workload h100 "
+                    "--models bert-large,resnet50,vgg16,gpt2-medium --scale 0.05 --iterations 5 --dtype fp32 "
+                    f"--load {load} {jumbo}" + (" --min-short-flows 1000" if load else ""))
+            cells.append({"name": f"{hosts} hosts, jobs over all {racks} racks, load {load}, fp32",
+                          "args": shlex.split(args), "schemes": chain})
+        return cells
     with open(name) as f:
         cells = json.load(f)
     for c in cells:
@@ -173,6 +196,32 @@ def short_slowdowns(d):
     return out
 
 
+def steady(iterations):
+    """A job's iterations without its first (connection set-up, slow start
+    and the jobs' staggered starts fall into it) when it has three or more."""
+    return iterations[1:] if len(iterations) >= 3 else iterations
+
+
+def iteration_lists(summary):
+    """Per job (in job order) its steady iteration times, ms."""
+    return [steady(j["iteration_ms"]) for j in summary["jobs"]]
+
+
+def iteration_ratio(base, other, reps=1000, seed=1, level=0.90):
+    """Mean over seeds and jobs of (mean iteration of other) / (mean iteration
+    of base), jobs paired by seed and id; the interval resamples each job's
+    iterations within each run. base, other: per seed, per job, iterations."""
+    rng = random.Random(seed)
+
+    def stat(b, o):
+        r = [mean(oj) / mean(bj) for bs, os_ in zip(b, o) for bj, oj in zip(bs, os_) if bj and oj]
+        return mean(r)
+    point = stat(base, other)
+    res = lambda runs: [[rng.choices(j, k=len(j)) if j else j for j in run] for run in runs]  # noqa: E731
+    ratios = sorted(stat(res(base), res(other)) for _ in range(reps))
+    return point, ratios[int((1 - level) / 2 * reps)], ratios[min(reps - 1, int((1 + level) / 2 * reps))]
+
+
 def iteration_means(d):
     with open(os.path.join(d, "summary.json")) as f:
         s = json.load(f)
@@ -184,7 +233,7 @@ def model_means(summary):
     by = {}
     for j in summary["jobs"]:
         if j["iteration_ms"]:
-            by.setdefault(j["model"], []).append(j["iteration_mean_ms"])
+            by.setdefault(j["model"], []).append(mean(steady(j["iteration_ms"])))
     return {m: mean(v) for m, v in by.items()}
 
 
@@ -195,7 +244,8 @@ def tier_bytes(summaries):
         leaf_to_host = f["switch_egress_bytes"] - f["leaf_spine_bytes"]
         jobs = [j for j in s["jobs"] if j["iteration_ms"]]
         gpus = sum(len(j["workers"]) for j in jobs)
-        util = sum(len(j["workers"]) * j["compute_ms"] / j["iteration_mean_ms"] for j in jobs) / gpus if gpus else 0
+        util = sum(len(j["workers"]) * j["compute_ms"] / mean(steady(j["iteration_ms"]))
+                   for j in jobs) / gpus if gpus else 0
         return {"gpu_util": util,
                 "host_gb": (f["host_tx_bytes"] + leaf_to_host) / 1e9, "fabric_gb": f["leaf_spine_bytes"] / 1e9,
                 "queue_p99_kb": f["queue_bytes"]["p99"] / 1e3, "queue_max_kb": f["queue_bytes"]["max"] / 1e3,
@@ -221,6 +271,12 @@ def self_test():
     assert lo < 2 < hi, (p, lo, hi)  # p99 of Exp(mean m) is m ln 100
     assert percentile([1, 2, 3, 4], 50) == 2 and percentile(list(range(1, 101)), 99) == 99
     assert key_of(["--a", "1"]) == key_of(["--a", "1"]) != key_of(["--a", "2"])
+    it = [[[rng.uniform(9, 11) for _ in range(50)], [rng.uniform(18, 22) for _ in range(50)]]]
+    p, lo, hi = iteration_ratio(it, [[[1.5 * x for x in j] for j in run] for run in it], reps=200)
+    assert abs(p - 1.5) < 1e-9 and lo <= 1.5 <= hi, (p, lo, hi)  # 1.5x every iteration of both jobs
+    p, lo, hi = iteration_ratio(it, [[[rng.uniform(13.5, 16.5) for _ in range(50)],
+                                      [rng.uniform(27, 33) for _ in range(50)]]], reps=200)
+    assert lo < 1.5 < hi and hi - lo < 0.1, (p, lo, hi)
     print("netsim_study: self-test passed (bootstrap ratios of known samples, percentiles, run keys)")
 
 
@@ -230,14 +286,14 @@ def report(out, cells, schemes, seeds, runs, wall_total):
     rows = []
     for cell in cells:
         per = {}
-        for name, sargs in schemes.items():
+        for name, sargs in cell.get("schemes", schemes).items():
             dirs = [runs.get(key_of(run_args(cell, sargs, s))) for s in seeds]
             dirs = [d for d in dirs if d and os.path.exists(os.path.join(d, "summary.json"))]
             if len(dirs) != len(seeds):
                 continue
             sums = [iteration_means(d)[1] for d in dirs]
             per[name] = {"short": [short_slowdowns(d) for d in dirs],
-                         "iter": [iteration_means(d)[0] for d in dirs],
+                         "iter": [iteration_lists(sm) for sm in sums],
                          "models": [model_means(sm) for sm in sums],
                          "tiers": tier_bytes(sums),
                          "finished": all(sm["finished"] for sm in sums)}
@@ -253,9 +309,9 @@ def report(out, cells, schemes, seeds, runs, wall_total):
             if name != "panama" and entry["short_flows"] and sum(len(g) for g in base["short"]):
                 entry["mean_ratio"] = bootstrap_ratio(base["short"], v["short"], mean)
                 entry["p99_ratio"] = bootstrap_ratio(base["short"], v["short"], lambda x: percentile(x, 99))
-                # Iterations: per seed the mean over jobs, ratio to PANAMA's, paired.
-                ratios = [mean(o) / mean(b) for o, b in zip(v["iter"], base["iter"]) if o and b]
-                entry["iteration_ratio"] = bootstrap_ratio([[1.0] * len(ratios)], [ratios], mean)
+            if name != "panama":
+                # Iterations: per seed and job, ratio to PANAMA's mean iteration, paired.
+                entry["iteration_ratio"] = iteration_ratio(base["iter"], v["iter"])
                 # Per model: mean over seeds of (baseline / PANAMA) of the model's mean iteration.
                 entry["model_ratio"] = {
                     m: mean([o[m] / b[m] for o, b in zip(v["models"], base["models"]) if m in o and m in b])
@@ -280,7 +336,8 @@ def report(out, cells, schemes, seeds, runs, wall_total):
                          f"{fmt(e['p99_ratio']) if 'p99_ratio' in e else '-'} | "
                          f"{fmt(e['iteration_ratio']) if 'iteration_ratio' in e else '-'} |"
                          + ("" if e["finished"] and p["finished"] else " (a run did not finish)"))
-    lines += ["", "Training time per model, baseline / PANAMA (mean iteration, mean of the per-seed ratios):", "",
+    lines += ["", "Training time per model, baseline / PANAMA (mean steady iteration: the first of each job left out; "
+              "mean of the per-seed ratios):", "",
               "| cell | baseline | " + " | ".join(models_of(rows)) + " |",
               "| --- | --- | " + " | ".join("---" for _ in models_of(rows)) + " |"]
     for row in rows:
@@ -415,7 +472,7 @@ def plot_maps(plt, out, rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--grid", default="quick", help="quick, regime, confirm or a cells JSON file")
+    ap.add_argument("--grid", default="quick", help="quick, regime, confirm, contention or a cells JSON file")
     ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--schemes", nargs="+", default=list(SCHEMES),
                     help="names of " + ", ".join(SCHEMES) + " or NAME=ARGS")
@@ -441,7 +498,7 @@ def main():
     exe = os.path.join(ROOT, a.build_dir, "sim/network/panama-netsim")
     runs, todo = {}, []
     for cell in cells:
-        for sargs in schemes.values():
+        for sargs in cell.get("schemes", schemes).values():
             for seed in a.seeds:
                 args = run_args(cell, sargs, seed)
                 d = os.path.join(a.out, "runs", key_of(args))
