@@ -87,8 +87,9 @@ def grid(name):
                 cells.append({"name": f"64 hosts, load {load}, ML 100%, {over}, fp32",
                               "args": shlex.split(f"{base} --dtype fp32 {jumbo}")})
         for over, fabric in (("1:1", 200), ("4:1", 50)):
+            # The engines at the switch's capacity (a card per port of 100 Gbit/s).
             args = (f"--racks 16 --hosts-per-rack 16 --spines 8 --host-gbps 100 --fabric-gbps {fabric} "
-                    f"--jobs 8 {work} --dtype bf16 --load 0.3 {jumbo}")
+                    f"--engine-gbps 2400 --jobs 8 {work} --dtype bf16 --load 0.3 {jumbo}")
             cells.append({"name": f"256 hosts, load 0.3, ML 50%, {over}", "args": shlex.split(args)})
         return cells
     if name == "contention":
@@ -108,6 +109,7 @@ def grid(name):
         chain = {"panama": SCHEMES["panama"], "chain": "--scheme panama --tree-shape chain"}
         for hosts, racks, per, spines, load in ((64, 8, 8, 4, 0.3), (256, 16, 16, 8, 0.0), (512, 32, 16, 8, 0.0)):
             args = (f"--racks {racks} --hosts-per-rack {per} --spines {spines} --host-gbps 100 --fabric-gbps 100 "
+                    f"--engine-gbps {100 * (per + spines)} "
                     f"--jobs 4 --workers-per-job {racks} --placement spread --workload h100 "
                     "--models bert-large,resnet50,vgg16,gpt2-medium --scale 0.05 --iterations 5 --dtype fp32 "
                     f"--load {load} {jumbo}" + (" --min-short-flows 1000" if load else ""))
