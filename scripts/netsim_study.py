@@ -482,6 +482,9 @@ def main():
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--build-dir", default=os.environ.get("BUILD_DIR", "build"))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--reverse", action="store_true",
+                    help="run the missing runs last first (a second process on the same --out meets the first "
+                         "in the middle)")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
@@ -511,6 +514,8 @@ def main():
     print(f"netsim_study: {len(cells)} cells x {len(schemes)} schemes x {len(a.seeds)} seeds = {total} runs, "
           f"{total - len(todo)} cached, {len(todo)} to run", flush=True)
     t0 = time.time()
+    if a.reverse:
+        todo.reverse()
     if todo and not a.report_only:
         if not os.access(exe, os.X_OK):
             sys.exit(f"netsim_study: no {exe} (cmake --build {a.build_dir} --target panama-netsim)")
