@@ -140,6 +140,20 @@ def run_one(exe, out, args, log):
     if os.path.exists(os.path.join(d, "summary.json")):
         return d, 0.0, True
     os.makedirs(d, exist_ok=True)
+    # Another process of the same study may be running it (--reverse).
+    lock = os.path.join(d, "running")
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            with open(lock) as f:
+                os.kill(int(f.read().strip() or 0), 0)
+            return d, 0.0, True  # alive: that process finishes it
+        except (ValueError, ProcessLookupError, PermissionError):
+            os.remove(lock)  # left by a process that stopped
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
     with open(os.path.join(d, "args.json"), "w") as f:
         json.dump(args, f)
     t0 = time.time()
@@ -151,6 +165,7 @@ def run_one(exe, out, args, log):
         if os.path.exists(os.path.join(d, "summary.json")):
             os.remove(os.path.join(d, "summary.json"))  # run again next time
         log(f"  FAILED ({r.returncode}) in {wall:.0f} s: {' '.join(args)} (see {d}/error.txt)")
+    os.remove(lock)
     return d, wall, False
 
 
