@@ -98,7 +98,8 @@ def grid(name):
         # 4:1, load 0.3, ML 100% (its PANAMA, ring and hierarchical runs are
         # shared with the map when both use one --out); chain trees against
         # spine-rooted ones (fp32: the simulation's chain reference) with
-        # jobs spread over every rack at 64, 256 and 512 hosts.
+        # jobs spread over every rack at 64, 256 and 512 hosts (scale 0.02:
+        # 512 hosts hold 128 workers' fp32 tensors).
         base = ("--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps 5 "
                 f"--jobs 4 {work} --dtype bf16 --load 0.3 {jumbo}")
         cells = [{"name": "64 hosts, load 0.3, ML 100%, 4:1", "args": shlex.split(base),
@@ -111,7 +112,7 @@ def grid(name):
             args = (f"--racks {racks} --hosts-per-rack {per} --spines {spines} --host-gbps 100 --fabric-gbps 100 "
                     f"--engine-gbps {100 * (per + spines)} "
                     f"--jobs 4 --workers-per-job {racks} --placement spread --workload h100 "
-                    "--models bert-large,resnet50,vgg16,gpt2-medium --scale 0.05 --iterations 5 --dtype fp32 "
+                    "--models bert-large,resnet50,vgg16,gpt2-medium --scale 0.02 --iterations 5 --dtype fp32 "
                     f"--load {load} {jumbo}" + (" --min-short-flows 1000" if load else ""))
             cells.append({"name": f"{hosts} hosts, jobs over all {racks} racks, load {load}, fp32",
                           "args": shlex.split(args), "schemes": chain})
