@@ -433,11 +433,15 @@ TEST_CASE("controller: with priorities every PSwitch's queues get the levels' DS
     CHECK(w.plan.dscp == (w.plan.job_id == 2 ? 46 : 10));
   }
 
-  // Two levels given one DSCP are one class on the wire: it is listed once,
-  // and the PSwitch accepts the section.
-  json same = jobs;
-  same["priorities"]["dscp"] = {46, 46};
-  const controller::Deployment one = controller::plan_deployment(cluster, controller::parse_jobs(same));
+  // A jobs file may not give two levels one DSCP; a description built in
+  // code may: the two levels are one class on the wire, listed once, and
+  // the PSwitch accepts the section.
+  json same_file = jobs;
+  same_file["priorities"]["dscp"] = {46, 46};
+  CHECK_THROWS_WITH(controller::parse_jobs(same_file), Catch::Contains("DSCP 46 is given to two levels"));
+  controller::JobsDesc same = controller::parse_jobs(jobs);
+  same.priority_dscp = {46, 46};
+  const controller::Deployment one = controller::plan_deployment(cluster, same);
   for (const controller::SwitchOutput& s : one.switches) {
     INFO(s.node.node);
     CHECK(s.settings.priority_dscp == std::vector<uint8_t>{46});

@@ -170,7 +170,8 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
       const std::string path = json_path(o.path("dscp"), k);
       const uint8_t v = static_cast<uint8_t>(src.uint(dscp[k], path, 0, 63));
       if (std::find(d.priority_dscp.begin(), d.priority_dscp.end(), v) != d.priority_dscp.end())
-        src.fail(path, "DSCP " + std::to_string(v) + " is given to two levels (each level needs its own queue)");
+        src.fail(path,
+                 "DSCP " + std::to_string(v) + " is given to two levels (each level needs its own queue)");
       d.priority_dscp.push_back(v);
     }
   }
