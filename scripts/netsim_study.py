@@ -99,14 +99,17 @@ def grid(name):
     if name == "contention":
         # When jobs compete (docs/contention.md): priorities by GPU intensity
         # and engine memory cut to 1/4 and 1/16, on the regime map's cell at
-        # 4:1, load 0.3, ML 100% (its PANAMA, ring and hierarchical runs are
-        # shared with the map when both use one --out); chain trees against
+        # 4:1, load 0.3, ML 100%, with the jobs placed at random; chain trees against
         # spine-rooted ones (fp32: the simulation's chain reference) with
         # jobs spread over every rack at 64, 256 and 512 hosts (scale 0.02:
         # 512 hosts hold 128 workers' fp32 tensors).
+        # Jobs placed at random (seeded), so that they share leaves, uplinks
+        # and engines: packed jobs of 16 on two racks each share nothing but
+        # the spines' engines, and neither priorities nor memory matter.
         base = ("--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps 5 "
-                f"--jobs 4 {work} --dtype bf16 --load 0.075 {jumbo}")
-        cells = [{"name": "64 hosts, load 0.3, ML 100%, 4:1", "args": shlex.split(base),
+                f"--jobs 4 {work} --dtype bf16 --load 0.075 {jumbo}").replace("--placement packed",
+                                                                             "--placement random")
+        cells = [{"name": "64 hosts, load 0.3, ML 100%, 4:1, random placement", "args": shlex.split(base),
                   "schemes": {"panama": SCHEMES["panama"], "priorities": "--scheme panama --priorities 2",
                               "memory 1/4": "--scheme panama --packet-memory 128",
                               "memory 1/16": "--scheme panama --packet-memory 32",
