@@ -5,37 +5,19 @@
 #include <filesystem>
 #include <set>
 
+#include "controller/plan_lookup.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/runtime/plan_file.hpp"
 
 using namespace panama;
 using namespace panama::controller;
+using namespace panama::controller::test;
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 namespace {
-
-Deployment run(const json& cluster, const json& jobs) {
-  return plan_deployment(parse_cluster(cluster), parse_jobs(jobs));
-}
-
-const SwitchOutput& sw(const Deployment& d, const std::string& name) {
-  for (const auto& s : d.switches) {
-    if (s.node.node == name) return s;
-  }
-  FAIL("no switch " << name);
-  throw;
-}
-
-const WorkerOutput& worker(const Deployment& d, const std::string& host) {
-  for (const auto& w : d.workers) {
-    if (w.host == host) return w;
-  }
-  FAIL("no worker " << host);
-  throw;
-}
 
 json one_job(uint32_t workers, uint32_t trees) {
   json ws = json::array();

@@ -7,35 +7,17 @@
 #include <tuple>
 #include <vector>
 
+#include "controller/plan_lookup.hpp"
 #include "panama/controller/controller.hpp"
 
 using namespace panama;
 using namespace panama::controller;
+using namespace panama::controller::test;
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using nlohmann::json;
 
 namespace {
-
-Deployment run(const json& cluster, const json& jobs) {
-  return plan_deployment(parse_cluster(cluster), parse_jobs(jobs));
-}
-
-const SwitchOutput& sw(const Deployment& d, const std::string& name) {
-  for (const auto& s : d.switches) {
-    if (s.node.node == name) return s;
-  }
-  FAIL("no switch " << name);
-  throw;
-}
-
-const WorkerOutput& worker(const Deployment& d, const std::string& host) {
-  for (const auto& w : d.workers) {
-    if (w.host == host) return w;
-  }
-  FAIL("no worker " << host);
-  throw;
-}
 
 // The automatic addresses of PSwitch i (docs/controller.md): 02:00:00:02:00:i, 10.2.0.<i+1>.
 config::MacAddress sw_mac(uint8_t i) {

@@ -4,27 +4,17 @@
 // fat_tree.hpp.
 #include <catch2/catch.hpp>
 
+#include "controller/plan_lookup.hpp"
 #include "panama/controller/controller.hpp"
 #include "panama/controller/fat_tree.hpp"
 
 using namespace panama;
 using namespace panama::controller;
+using namespace panama::controller::test;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
 namespace {
-
-Deployment run(const json& cluster, const json& jobs) {
-  return plan_deployment(parse_cluster(cluster), parse_jobs(jobs));
-}
-
-const SwitchOutput& sw(const Deployment& d, const std::string& name) {
-  for (const auto& s : d.switches) {
-    if (s.node.node == name) return s;
-  }
-  FAIL("no switch " << name);
-  throw;
-}
 
 const config::EntryConfig& entry(const Deployment& d, const std::string& name, uint8_t tree) {
   for (const auto& e : sw(d, name).node.entries) {
