@@ -135,6 +135,16 @@ uint64_t seed_from_env() {
   return 12;
 }
 
+// Every frame on every hop, either way, is lost with probability p; `dropped` counts them.
+void lose_at_random(TwoTiers& f, std::mt19937_64& rng, double p, uint64_t& dropped) {
+  f.lose = [&rng, &dropped, drop = std::bernoulli_distribution(p)](const std::string&, const std::string&,
+                                                                   const Frame&) mutable {
+    const bool d = drop(rng);
+    dropped += d;
+    return d;
+  };
+}
+
 }  // namespace
 
 TEST_CASE("two tiers: a result lost to one worker only is recovered through its leaf and the spine") {
@@ -170,13 +180,8 @@ TEST_CASE("two tiers, 8 workers, 10% loss on every hop in both directions: every
   for (int run = 0; run < 6; ++run) {
     INFO("run " << run);
     TwoTiers f(controller::two_tier_cluster(8, 2, 2, 10.0), 8, 2, 1000);
-    std::bernoulli_distribution drop(0.1);
     uint64_t dropped = 0;
-    f.lose = [&](const std::string&, const std::string&, const Frame&) {
-      const bool d = drop(rng);
-      dropped += d;
-      return d;
-    };
+    lose_at_random(f, rng, 0.1, dropped);
     CHECK(run_ops(f, 3, 32 * 200 + 7, 400000) == 0);
     CHECK(dropped > 0);
   }
@@ -293,13 +298,8 @@ TEST_CASE("chain trees, 10% loss on every hop in both directions: every allreduc
   for (int run = 0; run < 4; ++run) {
     INFO("run " << run);
     TwoTiers f(chain_deployment(jobs));
-    std::bernoulli_distribution drop(0.1);
     uint64_t dropped = 0;
-    f.lose = [&](const std::string&, const std::string&, const Frame&) {
-      const bool d = drop(rng);
-      dropped += d;
-      return d;
-    };
+    lose_at_random(f, rng, 0.1, dropped);
     CHECK(run_ops(f, 3, 32 * 100 + 7, 400000) == 0);
     CHECK(dropped > 0);
   }
