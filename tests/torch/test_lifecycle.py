@@ -16,6 +16,7 @@ subgroups, per rank (panama-torchrun).
   allreduces go through PANAMA, and destroying it leaves the world usable.
 """
 
+import os
 from datetime import timedelta
 
 import torch
@@ -29,6 +30,25 @@ from torch_test_util import Checks, exact_summing, test_seed
 seed = test_seed()
 c = Checks("test_lifecycle")
 g = torch.Generator().manual_seed(seed)
+rank = int(os.environ["RANK"])
+
+# Under env:// rank 0 hosts the rendezvous store, on the same port every time.
+# After a destroy, a rank that reconnected while rank 0 was still closing its
+# old store would get "Connection reset by peer" (or read stale keys): the
+# other ranks wait, on a store of their own in the run's folder, until rank 0's
+# destroy_process_group() has returned.
+side = dist.FileStore(os.path.join(os.environ["PANAMA_RUN_DIR"], "lifecycle.store"), int(os.environ["WORLD_SIZE"]))
+reinits = 0
+
+
+def reinit(backend: str = "panama", **kwargs) -> None:
+    global reinits
+    reinits += 1
+    if rank == 0:
+        side.set(f"destroyed/{reinits}", "1")
+    else:
+        side.wait([f"destroyed/{reinits}"], timedelta(seconds=120))
+    dist.init_process_group(backend, **kwargs)
 
 
 def exact_check(what: str, size: int = 3000) -> None:
@@ -42,7 +62,10 @@ def exact_check(what: str, size: int = 3000) -> None:
 # -- destroy and init again, three times; sequences continue
 previous = None
 for round_ in range(3):
-    dist.init_process_group("panama", timeout=timedelta(seconds=60))
+    if round_ == 0:
+        dist.init_process_group("panama", timeout=timedelta(seconds=60))
+    else:
+        reinit(timeout=timedelta(seconds=60))
     rank, n = dist.get_rank(), dist.get_world_size()
     start = [t["next_seq"] for t in panama_torch.stats()["trees"]]
     if previous is not None:
@@ -58,7 +81,7 @@ if rank == 0:
     print(f"3 rounds of init/destroy; the job's sequences per tree ended at {previous}", flush=True)
 
 # -- DDP across a re-initialisation
-dist.init_process_group("panama")
+reinit()
 torch.manual_seed(seed)
 model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
 for phase in range(2):
@@ -74,7 +97,7 @@ for phase in range(2):
     c.check(all(torch.equal(e, everyone[0]) for e in everyone), f"DDP phase {phase}: replicas differ")
     del ddp, opt
     dist.destroy_process_group()
-    dist.init_process_group("panama")
+    reinit()
 
 # -- subgroups: a clear error on every rank, at once
 gloo = dist.new_group(backend="gloo")
@@ -103,7 +126,7 @@ del gloo, sub  # subgroups hold the store (rank 0's server): drop them before re
 dist.destroy_process_group()
 
 # -- a PANAMA group made by new_group under a Gloo world
-dist.init_process_group("gloo")
+reinit("gloo")
 pg = dist.new_group(backend="panama")
 t = torch.full((2000,), float(rank + 1))
 dist.all_reduce(t, group=pg)
