@@ -154,3 +154,46 @@ TEST_CASE("cluster data16: the check finds wrong bits; with several leaves it ro
   fill_tensor16(data.data(), n, t, 3, 1, 2);
   for (size_t k = 0; k < n; ++k) REQUIRE(value16(data[k], t) == exact_value16(stream_base(3, 1, 2), k, t));
 }
+
+TEST_CASE("cluster data16: over chain trees each leaf rounds in turn, in its tree's chain order") {
+  const wire::ElemType t = wire::ElemType::kBfloat16;
+  const size_t n = 3000, epp = 100;
+  const uint32_t world = 6;
+  const std::vector<uint32_t> leaf_of_rank = {0, 1, 2, 0, 1, 2};
+  // Two trees: leaves 0, 1, 2 and 1, 2, 0; two allreduces (elements 0-1049
+  // and 1050-2999), each cut into chunks from its start, chunk c on tree c mod 2.
+  const std::vector<std::vector<uint32_t>> chains = {{0, 1, 2}, {1, 2, 0}};
+  const std::vector<std::pair<size_t, size_t>> segments = {{0, 1050}, {1050, 1950}};
+  std::vector<uint16_t> want(n), got(n);
+  const Check16 c =
+      reference_tensor16_chain(want.data(), n, t, 5, 2, world, leaf_of_rank, chains, segments, epp);
+  size_t differs_from_spine = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = k < 1050 ? k : k - 1050;
+    const std::vector<uint32_t>& chain = chains[(i / epp) % 2];
+    double leaf_sum[3] = {0, 0, 0};
+    for (uint32_t r = 0; r < world; ++r)
+      leaf_sum[leaf_of_rank[r]] += exact_value16(stream_base(5, 2, r), k, t);
+    // Computed here as the chain runs: a partial in bf16 from leaf to leaf.
+    uint16_t p = round16(leaf_sum[chain[0]], t);
+    p = round16(value16(p, t) + leaf_sum[chain[1]], t);
+    p = round16(value16(p, t) + leaf_sum[chain[2]], t);
+    got[k] = p;
+    const uint16_t spine = round16(value16(round16(leaf_sum[0], t), t) + value16(round16(leaf_sum[1], t), t) +
+                                       value16(round16(leaf_sum[2], t), t),
+                                   t);
+    differs_from_spine += spine != p;
+  }
+  CHECK(got == want);
+  CHECK(c.rounded > n / 4);
+  // The order and the roundings are visible: a spine tree's reference differs.
+  CHECK(differs_from_spine > 0);
+  std::vector<uint16_t> spine(n);
+  reference_tensor16(spine.data(), n, t, 5, 2, world, leaf_of_rank);
+  CHECK(spine != want);
+  // Swapping the trees' chains changes the reference too.
+  std::vector<uint16_t> swapped(n);
+  reference_tensor16_chain(swapped.data(), n, t, 5, 2, world, leaf_of_rank, {{1, 2, 0}, {0, 1, 2}}, segments,
+                           epp);
+  CHECK(swapped != want);
+}

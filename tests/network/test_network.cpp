@@ -210,6 +210,17 @@ TEST_CASE("chain trees: leaf to leaf through spines that route them on, bit-exac
   require_all_exact(o, t);
   CHECK(t.summary["jobs"][0]["trees"][0]["root"] == "leaf2");
   CHECK(t.summary["jobs"][0]["trees"][1]["root"] == "leaf0");
+
+  // bf16: every leaf rounds its partial in turn, in each tree's own chain
+  // order (leaf0, leaf1, leaf2 and leaf1, leaf2, leaf0), over DDP buckets:
+  // bit-exact against that reference, checked by every worker.
+  o.dtype = "bf16";
+  o.workload = "h100";
+  o.models = {"vgg16"};
+  o.scale = 0.0005;
+  const RunResult b = panama::netsim::run_simulation(o);
+  require_all_exact(o, b);
+  CHECK(b.summary["jobs"][0]["buckets"].get<uint64_t>() > 1);
 }
 
 TEST_CASE("allreduce is bit-exact through three tiers of a fat-tree, several jobs and trees", "[network]") {

@@ -52,11 +52,6 @@ void Sim::plan_jobs() {
   if (shape == controller::TreeShape::kChain && o_.jobs > 0) {
     if (host_reduces(o_.scheme))
       throw OptionError("--tree-shape chain: PANAMA schemes only (the ring schemes build no trees)");
-    if (o_.dtype != "fp32") {
-      throw OptionError(
-          "--tree-shape chain: --dtype fp32 only (the 16-bit reference rounds at the leaves "
-          "and one root; a chain rounds at every leaf in turn)");
-    }
   }
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
   size_t next = 0;
@@ -181,6 +176,41 @@ void Sim::plan_jobs() {
       if (std::any_of(ports.begin(), ports.end(), [&](const auto& p) { return p.name == wo.host; })) {
         job.leaf_of_rank[wo.plan.rank] = static_cast<uint32_t>(s);
         break;
+      }
+    }
+  }
+  // Chain trees: each primary tree's leaves in chain order, for the 16-bit
+  // reference (every leaf rounds in turn). A leaf's entry names the previous
+  // leaf as its relay child; leaves are known by their address.
+  if (shape == controller::TreeShape::kChain) {
+    for (Job& job : jobs_) {
+      const controller::WorkerOutput* first = nullptr;
+      for (const controller::WorkerOutput& wo : dep.workers) first = wo.plan.job_id == job.id ? &wo : first;
+      if (first == nullptr) continue;
+      for (const runtime::TreePlan& tp : first->plan.trees) {
+        if (tp.backup_for >= 0) continue;
+        std::map<uint32_t, size_t> leaf_of_ip;   // the tree's leaves by address
+        std::map<size_t, uint32_t> previous_ip;  // leaf -> the previous leaf's address
+        for (size_t s = 0; s < dep.switches.size(); ++s) {
+          for (const config::EntryConfig& e : dep.switches[s].node.entries)
+            if (e.job == job.id && e.tree == tp.tree_id) leaf_of_ip[e.ip_src] = s;
+          for (const pswitch::TreePorts& t : dep.switches[s].settings.trees)
+            if (t.job == job.id && t.tree == tp.tree_id && !t.relays.empty()) previous_ip[s] = t.relays[0].ip;
+        }
+        std::map<size_t, size_t> next;  // leaf -> the next leaf
+        for (const auto& [l, ip] : previous_ip) next[leaf_of_ip.at(ip)] = l;
+        std::vector<uint32_t> chain;
+        for (const auto& [ip, l] : leaf_of_ip) {
+          if (previous_ip.count(l)) continue;  // the first leaf has no previous one
+          for (size_t at = l; chain.size() <= leaf_of_ip.size(); at = next.at(at)) {
+            chain.push_back(static_cast<uint32_t>(at));
+            if (!next.count(at)) break;
+          }
+        }
+        if (chain.size() != leaf_of_ip.size())
+          throw std::logic_error("netsim: job " + std::to_string(job.id) + " tree " +
+                                 std::to_string(tp.tree_id) + " is not one chain over its leaves");
+        job.chains.push_back(std::move(chain));
       }
     }
   }
@@ -541,8 +571,16 @@ void Sim::finish_iteration(Worker& w) {
       auto& ref = job.reference16[w.iteration];
       if (ref.first.empty()) {
         ref.first.resize(job.elems);
-        cluster::reference_tensor16(ref.first.data(), job.elems, job.dtype, o_.seed, w.iteration,
-                                    static_cast<uint32_t>(job.workers.size()), job.leaf_of_rank);
+        if (job.chains.empty()) {
+          cluster::reference_tensor16(ref.first.data(), job.elems, job.dtype, o_.seed, w.iteration,
+                                      static_cast<uint32_t>(job.workers.size()), job.leaf_of_rank);
+        } else {
+          std::vector<std::pair<size_t, size_t>> segments;
+          for (const Bucket& b : job.buckets) segments.emplace_back(b.elem_begin, b.elems);
+          cluster::reference_tensor16_chain(ref.first.data(), job.elems, job.dtype, o_.seed, w.iteration,
+                                            static_cast<uint32_t>(job.workers.size()), job.leaf_of_rank,
+                                            job.chains, segments, w.core->plan().elems_per_packet);
+        }
         ref.second = static_cast<uint32_t>(job.workers.size());
       }
       cluster::Check16 c;

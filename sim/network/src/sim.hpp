@@ -246,8 +246,11 @@ struct Job {
   wire::ElemType dtype = wire::ElemType::kFloat32;
   uint32_t elem_bytes = 4;
   std::vector<uint32_t> leaf_of_rank;  // 16-bit checks: the PSwitch each rank's host hangs off
-  uint64_t compute_ns = 0;             // forward + backward
-  uint8_t dscp = 0;                    // of its PANAMA packets (the controller's, by priority level)
+  // Chain trees, 16-bit checks: per primary tree (plan order), its leaves
+  // (indices as in leaf_of_rank) from the first to the root.
+  std::vector<std::vector<uint32_t>> chains;
+  uint64_t compute_ns = 0;  // forward + backward
+  uint8_t dscp = 0;         // of its PANAMA packets (the controller's, by priority level)
   uint64_t forward_ns = 0, backward_ns = 0;
   std::vector<Bucket> buckets;  // of every iteration, in sending order
   double start_ns = 0;

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "panama/wire.hpp"
@@ -227,6 +228,59 @@ inline Check16 reference_tensor16(uint16_t* want, size_t n, wire::ElemType t, ui
     if (how == Rounding::kExact && value16(want[k], t) != exact) how = Rounding::kRounded;
     c.rounded += how != Rounding::kExact;
     c.ties += how == Rounding::kTie;
+  }
+  return c;
+}
+
+// The reference of a 16-bit allreduce over chain trees (docs/controller.md,
+// "Chain trees"), where every leaf rounds what it emits in turn. The tensor
+// is reduced as allreduces over `segments` ({first element, elements}, as
+// DDP buckets): chunk c of a segment (elements_per_packet elements from the
+// segment's start) goes to primary tree c mod T, whose chain visits leaves
+// chains[t][0], chains[t][1], ... (leaf_of_rank's numbering). A leaf adds
+// its workers' exact sum S_i to the previous leaf's rounded partial and
+// rounds what it emits: p_1 = round(S_1), p_i = round(p_(i-1) + S_i), the
+// result p_L (exact in fp32 in any order, as above). Elements outside every
+// segment are left as they are.
+inline Check16 reference_tensor16_chain(uint16_t* want, size_t n, wire::ElemType t, uint64_t seed,
+                                        uint32_t iteration, uint32_t world,
+                                        const std::vector<uint32_t>& leaf_of_rank,
+                                        const std::vector<std::vector<uint32_t>>& chains,
+                                        const std::vector<std::pair<size_t, size_t>>& segments,
+                                        size_t elems_per_packet) {
+  std::vector<uint64_t> bases(world);
+  std::vector<uint32_t> leaf(world, 0);
+  uint32_t leaves = 1;
+  for (uint32_t r = 0; r < world; ++r) {
+    bases[r] = stream_base(seed, iteration, r);
+    if (r < leaf_of_rank.size()) leaf[r] = leaf_of_rank[r];
+    leaves = std::max(leaves, leaf[r] + 1);
+  }
+  for (const auto& chain : chains)
+    for (uint32_t l : chain) leaves = std::max(leaves, l + 1);
+  std::vector<double> partial(leaves);
+  Check16 c;
+  for (const auto& [begin, count] : segments) {
+    for (size_t i = 0; i < count && begin + i < n; ++i) {
+      const size_t k = begin + i;
+      const std::vector<uint32_t>& chain = chains[(i / elems_per_packet) % chains.size()];
+      std::fill(partial.begin(), partial.end(), 0.0);
+      double exact = 0;
+      for (uint32_t r = 0; r < world; ++r) {
+        const double x = exact_value16(bases[r], k, t);
+        partial[leaf[r]] += x;
+        exact += x;
+      }
+      double p = 0;
+      Rounding how = Rounding::kExact;
+      for (uint32_t l : chain) {
+        want[k] = round16(p + partial[l], t, &how);
+        p = value16(want[k], t);
+      }
+      if (how == Rounding::kExact && p != exact) how = Rounding::kRounded;
+      c.rounded += how != Rounding::kExact;
+      c.ties += how == Rounding::kTie;
+    }
   }
   return c;
 }
