@@ -223,6 +223,50 @@ TEST_CASE("chain trees: leaf to leaf through spines that route them on, bit-exac
   CHECK(b.summary["jobs"][0]["buckets"].get<uint64_t>() > 1);
 }
 
+TEST_CASE(
+    "several GPUs per host: each bucket reduced to the master and back inside the host, for every scheme",
+    "[network]") {
+  // No background. PANAMA: the network part of every bucket is the same run
+  // shifted by the reduce inside the host, so each bucket takes exactly two
+  // of those longer: 2 x 2(G-1)/G x its bytes at the intra-host link's rate.
+  // The ring's TCP connections see other timings, so there each bucket
+  // takes at least the two steps inside the host, and longer on average.
+  for (const Scheme scheme : {Scheme::kPanama, Scheme::kRing}) {
+    Options o = small_fabric(panama::test::test_seed("netsim gpus per host"));
+    o.scheme = scheme;
+    o.workload = "h100";
+    o.models = {"vgg16"};
+    o.scale = 0.0005;
+    o.dtype = "bf16";
+    const RunResult one = panama::netsim::run_simulation(o);
+    o.gpus_per_host = 8;
+    o.intra_host_gbps = 8;  // as slow as a host link, so that it shows in the ring's timings
+    const RunResult eight = panama::netsim::run_simulation(o);
+    if (scheme == Scheme::kPanama) {
+      require_all_exact(o, one);
+      require_all_exact(o, eight);
+    }
+    CHECK(eight.summary["options"]["gpus_per_host"] == 8);
+    REQUIRE(one.buckets.size() == eight.buckets.size());
+    REQUIRE(one.buckets.size() > 4);
+    double longer = 0, steps = 0;
+    for (size_t i = 0; i < one.buckets.size(); ++i) {
+      const BucketRecord &a = one.buckets[i], &b = eight.buckets[i];
+      INFO(scheme_name(scheme) << " job " << a.job << " rank " << a.rank << " iteration " << a.iteration
+                               << " bucket " << a.bucket);
+      const int64_t intra = std::llround(2.0 * 7 / 8 * static_cast<double>(a.elems * 2 * 8) / 8);
+      REQUIRE(a.elems == b.elems);
+      const int64_t da = static_cast<int64_t>(a.end_ns - a.start_ns),
+                    db = static_cast<int64_t>(b.end_ns - b.start_ns);
+      if (scheme == Scheme::kPanama) CHECK(db - da == 2 * intra);
+      CHECK(db >= 2 * intra);
+      longer += static_cast<double>(db - da);
+      steps += 2.0 * static_cast<double>(intra);
+    }
+    CHECK(longer > 0.5 * steps);
+  }
+}
+
 TEST_CASE("allreduce is bit-exact through three tiers of a fat-tree, several jobs and trees", "[network]") {
   Options o = small_fabric(panama::test::test_seed("netsim fat-tree"));
   o.topology = Topology::kFatTree;
@@ -653,6 +697,9 @@ TEST_CASE("bad options and input files are rejected with a clear message", "[net
              Contains("--buffer-kb: at least one full-size packet (10 KB)"));
   CHECK_THAT(parse_error({"--scheme", "ring", "--ring-channels", "0"}), Contains("--ring-channels: 1..16"));
   CHECK_THAT(parse_error({"--scheme", "ring", "--ring-channels", "17"}), Contains("--ring-channels: 1..16"));
+  CHECK_THAT(parse_error({"--gpus-per-host", "0"}), Contains("--gpus-per-host: 1..64"));
+  CHECK_THAT(parse_error({"--gpus-per-host", "65"}), Contains("--gpus-per-host: 1..64"));
+  CHECK_THAT(parse_error({"--intra-host-gbps", "0"}), Contains("--intra-host-gbps"));
   CHECK_THAT(parse_error({"--workers-per-job", "1"}), Contains("at least 2"));
   CHECK(parse_error({"--racks", "2", "--load", "0.5", "--scheme", "ring"}).empty());
   CHECK_THAT(parse_error({"--topology", "fat-tree", "--k", "5"}),

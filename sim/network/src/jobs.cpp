@@ -501,6 +501,31 @@ void Sim::start_bucket(uint32_t wi) {
   rec.ready_ns = w.backward_ns + b.ready_ns;
   rec.start_ns = now;
   w.bucket_log.push_back(rec);
+  if (const uint64_t t = intra_host_ns(job, b); t > 0) {
+    w.bucket_event = ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(t)),
+                                              [this, wi]() { start_allreduce(wi); });
+    return;
+  }
+  start_allreduce(wi);
+}
+
+// Several GPUs per host (--gpus-per-host G, CINA's model of a server, for
+// every scheme alike): a bucket is first reduced to the host's master GPU by
+// a ring over the intra-host link (reduce-scatter, then gather: 2(G-1)/G of
+// its bytes at --intra-host-gbps), the master takes part in the allreduce,
+// and the result goes back to the other GPUs the same way.
+uint64_t Sim::intra_host_ns(const Job& job, const Bucket& b) const {
+  if (o_.gpus_per_host <= 1) return 0;
+  const double g = o_.gpus_per_host;
+  const double bits = static_cast<double>(b.elems) * job.elem_bytes * 8;
+  return static_cast<uint64_t>(std::llround(2 * (g - 1) / g * bits / o_.intra_host_gbps));
+}
+
+void Sim::start_allreduce(uint32_t wi) {
+  Worker& w = *workers_[wi];
+  const Job& job = jobs_[w.job];
+  const Bucket& b = job.buckets[w.bucket];
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
   if (host_reduces(o_.scheme)) {
     w.ring_active = true;
     w.phase = 0;
@@ -527,6 +552,16 @@ void Sim::bucket_done(Worker& w) {
     w.op = 0;
     w.timer.Cancel();
   }
+  if (const uint64_t t = intra_host_ns(job, job.buckets[w.bucket]); t > 0) {
+    Worker* wp = &w;
+    w.bucket_event = ns3::Simulator::Schedule(ns3::NanoSeconds(static_cast<int64_t>(t)),
+                                              [this, wp]() { end_bucket(*wp); });
+    return;
+  }
+  end_bucket(w);
+}
+
+void Sim::end_bucket(Worker& w) {
   w.bucket_log.back().end_ns = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
   ++w.bucket;
   next_bucket(w);

@@ -340,6 +340,8 @@ void validate(const Options& o) {
   if (o.scale > 1) fail("--scale: at most 1 (1 = full-size models)");
   if (o.jobs > 0 && o.iterations < 1) fail("--iterations: at least 1");
   if (o.ring_segment_kb < 1) fail("--ring-segment-kb: at least 1");
+  if (o.gpus_per_host < 1 || o.gpus_per_host > 64) fail("--gpus-per-host: 1..64");
+  positive(o.intra_host_gbps, "--intra-host-gbps");
   if (o.placement != "spread" && o.placement != "packed" && o.placement != "random")
     fail("--placement: spread, packed or random, not '" + o.placement + "'");
   if (o.ring_order != "flat" && o.ring_order != "rack")
@@ -472,6 +474,12 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "training iterations per job")->capture_default_str();
   app.add_option("--ring-segment-kb", o.ring_segment_kb, "ring allreduce pipelining segment")
+      ->capture_default_str();
+  app.add_option("--gpus-per-host", o.gpus_per_host,
+                 "GPUs per host: each bucket reduced to a master GPU by a ring inside the host before the "
+                 "allreduce, the result sent back the same way after it (every scheme)")
+      ->capture_default_str();
+  app.add_option("--intra-host-gbps", o.intra_host_gbps, "the intra-host link of --gpus-per-host")
       ->capture_default_str();
   app.add_option("--placement", o.placement,
                  "where a job's workers go: spread (one per rack first), packed (fill a rack first), random")

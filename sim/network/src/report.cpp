@@ -75,6 +75,8 @@ nlohmann::json options_json(const Options& o) {
           {"bucket_mib", o.workload == "v100" ? nlohmann::json(nullptr) : nlohmann::json(o.bucket_mib)},
           {"scale", o.scale},
           {"iterations", o.iterations},
+          {"gpus_per_host", o.gpus_per_host},
+          {"intra_host_gbps", o.intra_host_gbps},
           {"verify", o.verify},
           {"ring_segment_kb", o.ring_segment_kb},
           {"placement", o.placement},

@@ -352,7 +352,10 @@ class Sim {
   void start_backward(uint32_t w);
   void next_bucket(Worker& w);  // allreduce the next bucket once it is ready
   void start_bucket(uint32_t w);
+  void start_allreduce(uint32_t w);  // the bucket's allreduce, after the reduce inside the host
   void bucket_done(Worker& w);
+  void end_bucket(Worker& w);  // after the result's way back inside the host
+  uint64_t intra_host_ns(const Job& job, const Bucket& b) const;
   void pump(Worker& w);
   void finish_iteration(Worker& w);
   Ptr<ns3::Socket> create_ring_socket(Ptr<ns3::Node> node) const;

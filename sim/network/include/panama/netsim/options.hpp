@@ -178,6 +178,12 @@ struct Options {
   double bucket_mib = 25;  // measured workloads: DDP's bucket cap (its first bucket: 1 MiB); 0: one bucket
   double scale = 0.005;    // gradient bytes, compute times and bucket caps are all multiplied by this
   uint32_t iterations = 3;
+  // GPUs per host (CINA's model of a server, for every scheme): each bucket
+  // is reduced to the host's master GPU by a ring over the intra-host link
+  // (2(G-1)/G of its bytes at intra_host_gbps) before the allreduce, and the
+  // result goes back to the other GPUs the same way after it. 1: none.
+  uint32_t gpus_per_host = 1;
+  double intra_host_gbps = 3600;  // H100 NVLink: 900 GB/s both ways, 450 GB/s each way
   bool verify = true;             // check every PANAMA allreduce bit for bit
   uint32_t ring_segment_kb = 64;  // ring pipelining granularity
   // Where a job's workers go: "spread" (rack-interleaved: a job takes one
