@@ -145,13 +145,16 @@ ClaimStep ClaimPool::on_claim(uint32_t entry, uint16_t child, uint32_t group, bo
       g.reason = g.denied ? g.why : Reason::kNone;
     }
   }
-  if (!g.verdict_given) {
+  if (e.cfg.root ? !g.verdict_given : !g.verdict_given && !g.has_answer) {
     step.action = ClaimAction::kWait;
   } else if (e.cfg.root) {
     step.action = ClaimAction::kAnswer;
     step.answer = g.answer;
     step.reason = g.reason;
   } else {
+    // Passed up once every child has claimed, or straight away once the
+    // root's answer has passed down: children that heard it claim no more,
+    // and one that missed it hears it again from the root.
     step.action = ClaimAction::kPassUp;
     step.denied_below = g.denied;
     step.reason = g.denied ? g.why : Reason::kNone;
@@ -162,10 +165,12 @@ ClaimStep ClaimPool::on_claim(uint32_t entry, uint16_t child, uint32_t group, bo
 bool ClaimPool::on_claim_result(uint32_t entry, uint32_t group, Answer answer) {
   Entry& e = entries_.at(entry);
   count(e, &PoolCounters::claim_results_in);
-  if (e.cfg.root) return false;
-  const auto it = e.groups.find(group);
-  if (it == e.groups.end()) return false;
+  if (e.cfg.root || group < e.released) return false;
+  // Kept also for a group no child has claimed here yet: a claim that comes
+  // later is passed straight up.
+  auto [it, fresh] = e.groups.try_emplace(group);
   GroupView& g = it->second;
+  if (fresh) g.group = group;
   g.has_answer = true;
   g.answer = answer;
   if (answer != Answer::kDenied || !g.holds) return false;

@@ -33,7 +33,10 @@
 //    nothing; once the verdict is given it is repeated (passed up again, or
 //    answered again) for every claim.
 //  - A claim-result passing down a non-root engine: denied frees the
-//    group's slots here; granted keeps them.
+//    group's slots here; granted keeps them. Either way the engine passes
+//    every later claim of the group straight up, gathered or not: children
+//    that heard the answer claim no more, and a child that missed it hears
+//    it again from the root.
 //  - A contribution for sequence s maps to group s / G; when the group holds
 //    slots here, to pool slot first + (s - group * G). Otherwise it is
 //    dropped: DROP_STALE_GROUP below the released count, else DROP_NO_CLAIM,
@@ -135,7 +138,7 @@ struct GroupView {
   bool verdict_given = false;  // non-root: claim passed up; root: decided
   bool denied = false;         // the verdict (or, before it, what it would be so far)
   claim::Reason why = claim::Reason::kNone;
-  bool has_answer = false;  // root: decided; non-root: a claim-result passed down
+  bool has_answer = false;  // root: decided; non-root: a claim-result passed down (claims go straight up)
   claim::Answer answer = claim::Answer::kDenied;
   claim::Reason reason = claim::Reason::kNone;
 };
@@ -178,7 +181,7 @@ class ClaimPool {
 
   // A claim-result for (entry, group) passing down a non-root engine (the
   // caller replicates it down whatever this returns). Returns whether slots
-  // were freed. Ignored at the root and for groups not held here.
+  // were freed. Ignored at the root and for released groups.
   bool on_claim_result(uint32_t entry, uint32_t group, claim::Answer answer);
 
   ReleaseStep on_release(uint32_t entry, uint16_t child, uint32_t released);
