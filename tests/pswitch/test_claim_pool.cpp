@@ -270,6 +270,38 @@ TEST_CASE("pool: a denied claim-result passing down frees the slots, granted kee
   CHECK(r.group(0, 0)->answer == Answer::kGranted);
 }
 
+TEST_CASE("pool: once the root's answer passed down, claims go straight up", "[pool]") {
+  // Two children; child 0 claims, then the root's answer passes down before
+  // child 1 claims (the root expired the group while it waited). Child 1 may
+  // never claim: it can hear the answer without. A claim of either is passed
+  // up at once, so that one that missed the answer hears it from the root.
+  ClaimPool p(pool(0, 8), {pooled(1, 2, 8, 2, false)});
+  CHECK(p.on_claim(0, 0, 0, false, 0).action == ClaimAction::kWait);
+  CHECK(p.on_claim_result(0, 0, Answer::kDenied));
+  ClaimStep s = p.on_claim(0, 0, 0, false, 0);
+  REQUIRE(s.action == ClaimAction::kPassUp);
+  CHECK(s.denied_below);  // it holds nothing now
+  CHECK(s.reason == Reason::kDeniedBelow);
+  CHECK(p.counters().granted + p.counters().denied[static_cast<int>(Reason::kDeniedBelow)] ==
+        0);  // no verdict
+
+  // An answer for a group no child claimed here yet is kept too.
+  CHECK(!p.on_claim_result(0, 1, Answer::kGranted));
+  REQUIRE(p.group(0, 1));
+  CHECK(p.group(0, 1)->has_answer);
+  CHECK(!p.group(0, 1)->holds);
+  s = p.on_claim(0, 1, 1, false, 0);
+  REQUIRE(s.action == ClaimAction::kPassUp);
+  CHECK(s.denied_below);
+  CHECK(p.free_slots() == 8);  // no reservation for a group the root has decided
+
+  // ... but not for a released one.
+  p.on_release(0, 0, 3);
+  p.on_release(0, 1, 3);
+  CHECK(!p.on_claim_result(0, 2, Answer::kGranted));
+  CHECK(!p.group(0, 2));
+}
+
 TEST_CASE("pool: sequences map to the group's slots; others are dropped, answered at the root", "[pool]") {
   // Entry 0: root, G = 4, cap 8. Entry 1: not the root, G = 4.
   ClaimPool p(pool(40, 12), {pooled(1, 4, 8, 1, true), pooled(2, 4, 12, 1, false)});

@@ -560,7 +560,7 @@ class Scenario {
 
 TEST_CASE("pool: random loss, duplication and reordering on a two-level tree", "[pool][random]") {
   const uint64_t base = test_seed("claim pool: random scenarios");
-  const uint64_t runs = env_count("PANAMA_POOL_RUNS", 40);
+  const uint64_t runs = env_count("PANAMA_POOL_RUNS", 400);
   Rng meta(base);
   Totals sum;
   for (uint64_t run = 0; run < runs; ++run) {

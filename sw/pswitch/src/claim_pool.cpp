@@ -155,9 +155,11 @@ ClaimStep ClaimPool::on_claim(uint32_t entry, uint16_t child, uint32_t group, bo
     // Passed up once every child has claimed, or straight away once the
     // root's answer has passed down: children that heard it claim no more,
     // and one that missed it hears it again from the root.
+    // The verdict once given; before it (an answer passed down first)
+    // what this engine holds now. The root has decided and ignores it.
     step.action = ClaimAction::kPassUp;
-    step.denied_below = g.denied;
-    step.reason = g.denied ? g.why : Reason::kNone;
+    step.denied_below = g.verdict_given ? g.denied : g.denied || !g.holds;
+    step.reason = !step.denied_below ? Reason::kNone : g.why != Reason::kNone ? g.why : Reason::kDeniedBelow;
   }
   return step;
 }
