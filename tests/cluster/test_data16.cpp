@@ -6,7 +6,7 @@
 // workers need rounding (ties included), so the cluster's check is not
 // trivial; with several leaves the reference rounds each leaf's sum first.
 //
-// Seed: PANAMA_SEED replays the random values (tests/wire/seeded_rng.hpp).
+// Seed: PANAMA_TEST_SEED replays the random values (tests/wire/seeded_rng.hpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>

@@ -4,7 +4,7 @@
 // docs/protocol.md §7), on every special class; then the payload runs'
 // vector path against the integer path that HLS synthesizes, for every run
 // length and alignment and with MXCSR out of its IEEE defaults. Randomized
-// parts print their seed; PANAMA_SEED=<n> replays them.
+// parts print their seed; PANAMA_TEST_SEED=<n> replays them.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>

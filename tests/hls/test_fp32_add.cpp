@@ -5,7 +5,7 @@
 // The default run checks every pair of special-value classes and 10^7 random
 // pairs from several distributions. A long run of 10^9 pairs:
 //   PANAMA_FP32_PAIRS=1e9 ./build/tests/hls/test_fp32_add
-// (PANAMA_SEED=<n> replays a run; the seed is printed.)
+// (PANAMA_TEST_SEED=<n> replays a run; the seed is printed.)
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>

@@ -6,7 +6,7 @@
 // every position in a run (vector bodies and scalar tails), and it must fall
 // back to the integer adder whenever MXCSR is not in its IEEE default state
 // (FTZ, DAZ, directed rounding, unmasked exceptions). Randomized parts print
-// their seed; PANAMA_SEED=<n> replays them, PANAMA_FP32_RUN_PAIRS=<n> sets the
+// their seed; PANAMA_TEST_SEED=<n> replays them, PANAMA_FP32_RUN_PAIRS=<n> sets the
 // number of random pairs (default 10^7).
 #include <catch2/catch.hpp>
 #include <cstdio>

@@ -20,7 +20,7 @@ ELEM_TYPES lacks a 16-bit type (drop_bad_elem_type, nothing emitted, fp32
 still exact) stay in one_engine() for such engines; none is run here.
 
 Usage: conformance_elem_types.py PANAMA_PCAP [ENGINE ...]   (default: model)
-The seed is printed; PANAMA_SEED=<n> replays a run.
+The seed is printed; PANAMA_TEST_SEED=<n> replays a run.
 """
 import json
 import os
@@ -311,9 +311,9 @@ def main():
         print(__doc__)
         return 2
     pcap_bin, engines = sys.argv[1], sys.argv[2:] or ["model"]
-    env_seed = os.environ.get("PANAMA_SEED", "")
+    env_seed = os.environ.get("PANAMA_TEST_SEED", "") or os.environ.get("PANAMA_SEED", "")
     seed = int(env_seed, 0) if env_seed else random.SystemRandom().getrandbits(48)
-    print(f"conformance_elem_types: seed {seed} (replay with PANAMA_SEED={seed})")
+    print(f"conformance_elem_types: seed {seed} (replay with PANAMA_TEST_SEED={seed})")
     failures = []
     with tempfile.TemporaryDirectory() as d:
         for engine in engines:

@@ -19,7 +19,7 @@
 // in the network or all on the ring); no worker hears denied after a result;
 // every run finishes; and after the last release every slot is free.
 //
-// Seed: PANAMA_SEED replays a run (tests/wire/seeded_rng.hpp);
+// Seed: PANAMA_TEST_SEED replays a run (tests/wire/seeded_rng.hpp);
 // PANAMA_POOL_RUNS sets the number of scenarios.
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -8,7 +8,7 @@
 // of mixed types under random faults and with a dying tree (failover keeps
 // 16-bit contributions) are bit-exact.
 //
-// Seed: PANAMA_SEED replays a randomized test (tests/wire/seeded_rng.hpp).
+// Seed: PANAMA_TEST_SEED replays a randomized test (tests/wire/seeded_rng.hpp).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>

@@ -1,5 +1,6 @@
 // Seeded random numbers for randomized tests: every test prints the seed it
-// used, and PANAMA_SEED=<n> in the environment replays a run exactly.
+// used, and PANAMA_TEST_SEED=<n> in the environment replays a run exactly
+// (PANAMA_SEED, its older name, too).
 #pragma once
 
 #include <cstdint>
@@ -9,23 +10,26 @@
 
 namespace panama::test {
 
-// The seed for one randomized test: PANAMA_SEED when set, else a fresh one.
-// Printed on stdout so that a failing CI log always says how to reproduce.
+// The seed for one randomized test: PANAMA_TEST_SEED (or PANAMA_SEED) when
+// set, else a fresh one. Printed on stdout so that a failing CI log always
+// says how to reproduce.
 inline uint64_t test_seed(const char* test_name) {
   uint64_t seed;
-  const char* env = std::getenv("PANAMA_SEED");
+  const char* name = "PANAMA_TEST_SEED";
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') env = std::getenv(name = "PANAMA_SEED");
   if (env != nullptr && *env != '\0') {
     char* end = nullptr;
     seed = std::strtoull(env, &end, 0);
     if (end == nullptr || *end != '\0') {
-      std::fprintf(stderr, "PANAMA_SEED='%s' is not a number\n", env);
+      std::fprintf(stderr, "%s='%s' is not a number\n", name, env);
       std::exit(2);
     }
   } else {
     std::random_device rd;
     seed = (uint64_t{rd()} << 32) | rd();
   }
-  std::printf("%s: seed %llu (replay with PANAMA_SEED=%llu)\n", test_name,
+  std::printf("%s: seed %llu (replay with PANAMA_TEST_SEED=%llu)\n", test_name,
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
   std::fflush(stdout);
   return seed;
