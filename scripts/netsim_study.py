@@ -17,7 +17,8 @@ panama-netsim command line), so a stopped study picks up where it was and
   scripts/netsim_study.py --self-test                                # the statistics, on known data
 
 A cells file is a JSON list of {"name": ..., "args": [panama-netsim
-arguments]}; schemes are given with --schemes as NAME=ARGS (e.g.
+arguments]}, each optionally with its own "schemes" ({NAME: ARGS}) and
+"seeds" (a list, in place of --seeds); schemes are given with --schemes as NAME=ARGS (e.g.
 "ring-rack=--scheme ring --ring-order rack"). Outputs: <out>/report.md,
 <out>/report.json, <out>/fct_ratio.png, <out>/iteration_ratio.png.
 """
@@ -109,7 +110,9 @@ def grid(name):
         base = ("--racks 8 --hosts-per-rack 8 --spines 4 --host-gbps 10 --fabric-gbps 5 "
                 f"--jobs 4 {work} --dtype bf16 --load 0.075 {jumbo}").replace("--placement packed",
                                                                              "--placement random")
+        # Three seeds (placements and background) for the priorities and memory cell.
         cells = [{"name": "64 hosts, load 0.3, ML 100%, 4:1, random placement", "args": shlex.split(base),
+                  "seeds": [1, 2, 3],
                   "schemes": {"panama": SCHEMES["panama"], "priorities": "--scheme panama --priorities 2",
                               "memory 1/4": "--scheme panama --packet-memory 128",
                               "memory 1/16": "--scheme panama --packet-memory 32",
@@ -123,6 +126,12 @@ def grid(name):
                     f"--load {load} {jumbo}" + (" --min-short-flows 1000" if load else ""))
             cells.append({"name": f"{hosts} hosts, jobs over all {racks} racks, load {load}, fp32",
                           "args": shlex.split(args), "schemes": chain})
+            if hosts == 64:
+                # The same in bf16 with 8 GPUs per host reducing to a master
+                # over NVLink first (CINA's server).
+                cells.append({"name": "64 hosts, jobs over all 8 racks, load 0.3, bf16, 8 GPUs per host",
+                              "args": shlex.split(args.replace("--dtype fp32", "--dtype bf16")
+                                                  + " --gpus-per-host 8"), "schemes": chain})
         return cells
     with open(name) as f:
         cells = json.load(f)
@@ -311,10 +320,11 @@ def report(out, cells, schemes, seeds, runs, wall_total):
     rows = []
     for cell in cells:
         per = {}
+        cell_seeds = cell.get("seeds", seeds)
         for name, sargs in cell.get("schemes", schemes).items():
-            dirs = [runs.get(key_of(run_args(cell, sargs, s))) for s in seeds]
+            dirs = [runs.get(key_of(run_args(cell, sargs, s))) for s in cell_seeds]
             dirs = [d for d in dirs if d and os.path.exists(os.path.join(d, "summary.json"))]
-            if len(dirs) != len(seeds):
+            if len(dirs) != len(cell_seeds):
                 continue
             sums = [iteration_means(d)[1] for d in dirs]
             per[name] = {"short": [short_slowdowns(d) for d in dirs],
@@ -324,7 +334,8 @@ def report(out, cells, schemes, seeds, runs, wall_total):
                          "finished": all(sm["finished"] for sm in sums)}
         if "panama" not in per:
             continue
-        row = {"cell": cell["name"], "axes": cell.get("axes"), "schemes": {}}
+        row = {"cell": cell["name"] + (f" (seeds {' '.join(map(str, cell_seeds))})" if "seeds" in cell else ""),
+               "axes": cell.get("axes"), "seeds": cell_seeds, "schemes": {}}
         base = per["panama"]
         for name, v in per.items():
             entry = {"short_flows": sum(len(g) for g in v["short"]),
@@ -527,7 +538,7 @@ def main():
     runs, todo = {}, []
     for cell in cells:
         for sargs in cell.get("schemes", schemes).values():
-            for seed in a.seeds:
+            for seed in cell.get("seeds", a.seeds):  # a cell may name its own seeds
                 args = run_args(cell, sargs, seed)
                 d = os.path.join(a.out, "runs", key_of(args))
                 runs[key_of(args)] = d
