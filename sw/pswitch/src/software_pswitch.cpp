@@ -547,6 +547,16 @@ std::string SoftwarePswitch::counters_table() {
                   (unsigned long long)e.value("drop_seq_window", 0ull));
     os << line;
   }
+  if (j.contains("pool")) {
+    const auto& p = j["pool"];
+    auto n = [&](const char* k) { return static_cast<unsigned long long>(p[k].get<uint64_t>()); };
+    std::snprintf(line, sizeof line,
+                  "  pool: %llu slots free (high water %llu held), claims %llu, granted %llu, expired %llu, "
+                  "no-claim drops %llu, stale drops %llu, claim entries %llu (%llu refused)\n",
+                  n("free_slots"), n("slots_high_water"), n("claims_in"), n("granted"), n("expired"),
+                  n("drop_no_claim"), n("drop_stale_group"), n("entry_commits"), n("commit_failures"));
+    os << line;
+  }
   return os.str();
 }
 
