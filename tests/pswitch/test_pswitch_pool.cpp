@@ -6,6 +6,7 @@
 // rounding, placements, counters) is computed here, independently of the
 // engine and the pool.
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -149,6 +150,8 @@ struct Fabric {
   std::map<std::pair<int, uint32_t>, std::vector<Bytes>> inbox;     // (leaf, worker port) -> frames received
   std::vector<std::pair<int, Bytes>> up;                            // (leaf, frame) sent to the root
   std::function<bool(int node, uint32_t port, const Bytes&)> lose;  // drops a frame on the wire
+  std::mt19937_64* rng = nullptr;         // set: frames between switches are delivered in random order,
+  double dup = 0;                         // and each is sent twice with this probability
   bool buffers[3] = {false, true, true};  // leaf 0 without buffers: the mapped-copy path
 
   explicit Fabric(uint32_t pool_size = 32) {
@@ -169,6 +172,10 @@ struct Fabric {
   void emitted(int node, uint32_t port, const uint8_t* d, uint32_t n) {
     Bytes b(d, d + n);
     if (lose && lose(node, port, b)) return;
+    const int copies = rng && std::uniform_real_distribution<double>(0, 1)(*rng) < dup ? 2 : 1;
+    for (int c = 0; c < copies; ++c) deliver(node, port, b);
+  }
+  void deliver(int node, uint32_t port, const Bytes& b) {
     if (node == kRoot) {
       q.push_back({static_cast<int>(port), kUp, b});
     } else if (port == kUp) {
@@ -186,6 +193,7 @@ struct Fabric {
   void send(int l, uint32_t port, const Bytes& b) {
     rx(l, port, b);
     while (!q.empty()) {
+      if (rng) std::swap(q.front(), q[(*rng)() % q.size()]);
       Pending m = std::move(q.front());
       q.pop_front();
       rx(m.node, m.port, m.b);
@@ -813,4 +821,144 @@ TEST_CASE("pool: contributions the engine counts renew the lease, others do not"
   f.advance(1600);
   CHECK(f.leaf(0).pool().counters().expired == 1);
   CHECK(f.leaf(0).core->live_claim_entries() == 0);
+}
+
+// Random loss, duplication and reordering on every link, workers following
+// the rules (claims ahead, contributions and retransmissions, the ring for
+// denied groups, releases). Values are small integers, so every sum is exact
+// in any order of addition.
+TEST_CASE("pool: random loss, duplication and reordering", "[pool]") {
+  const uint64_t seed = test_seed("pool: random");
+  const uint64_t runs = env_count("PANAMA_POOL_RUNS", 20);
+  std::mt19937_64 rng(seed);
+  constexpr uint32_t kGroups = 8;
+  constexpr uint32_t kAhead = 3;  // groups claimed ahead of the first unfinished one
+  uint64_t in_network = 0, on_ring = 0, expired = 0;
+  for (uint64_t run = 0; run < runs; ++run) {
+    Fabric f;
+    std::uniform_real_distribution<double> u(0, 1);
+    const double loss = u(rng) * 0.15;
+    f.rng = &rng;
+    f.dup = u(rng) * 0.1;
+    f.lose = [&](int, uint32_t, const Bytes&) { return u(rng) < loss; };
+    INFO("run " << run << " loss " << loss << " dup " << f.dup);
+    auto value = [](uint16_t job, uint32_t seq, int k, uint32_t i) {
+      return static_cast<float>((job * 7 + seq * 3 + static_cast<uint32_t>(k) * 5 + i) % 64);
+    };
+    struct State {
+      std::vector<int> answer = std::vector<int>(kGroups, 0);  // 0 none, 1 granted, 2 denied (ring)
+      std::vector<int> mode = std::vector<int>(kGroups, 0);    // finished: 1 in the network, 2 on the ring
+      std::vector<std::vector<bool>> got = std::vector<std::vector<bool>>(kGroups);
+      std::vector<std::vector<bool>> sent = std::vector<std::vector<bool>>(kGroups);
+      uint32_t released = 0;
+    };
+    std::map<std::pair<uint16_t, int>, State> st;
+    uint64_t wrong = 0, result_on_ring = 0;
+    uint64_t now = 0;
+    for (int tick = 0; tick < 400; ++tick) {
+      now += 100;
+      f.advance(now);
+      bool all_done = true;
+      for (uint16_t job : {uint16_t{1}, uint16_t{2}}) {
+        const uint32_t g_size = job == 1 ? kG1 : kG2;
+        const std::vector<Worker> ws = workers_of(job);
+        for (int k = 0; k < 4; ++k) {
+          State& w = st[{job, k}];
+          const Worker& me = ws[k];
+          while (w.released < kGroups && w.mode[w.released] != 0) ++w.released;
+          if (w.released < kGroups) all_done = false;
+          if (tick % 4 == 0 || w.released == kGroups) {
+            if (u(rng) >= loss) f.send(me.leaf, me.port, release_frame(me, w.released));
+          }
+          for (uint32_t g = w.released; g < std::min(kGroups, w.released + kAhead); ++g) {
+            if (w.got[g].empty()) w.got[g].assign(g_size, false), w.sent[g].assign(g_size, false);
+            if (w.answer[g] == 0 && tick % 3 == 0) {
+              if (u(rng) >= loss) f.send(me.leaf, me.port, claim_frame(me, g));
+            } else if (w.answer[g] == 1 && w.mode[g] == 0 && tick % 2 == 0) {
+              // With its retransmissions, the claim again: a worker whose
+              // leaf expired the group hears the root's answer this way.
+              if (std::count(w.sent[g].begin(), w.sent[g].end(), true) > 0 && u(rng) >= loss)
+                f.send(me.leaf, me.port, claim_frame(me, g));
+              for (uint32_t i = 0; i < g_size; ++i) {
+                if (w.got[g][i]) continue;
+                const uint32_t seq = g * g_size + i;
+                std::vector<float> v(kElems);
+                for (uint32_t e = 0; e < kElems; ++e) v[e] = value(job, seq, k, e);
+                const auto type =
+                    w.sent[g][i] ? wire::PacketType::kRetransmission : wire::PacketType::kAggregateUp;
+                w.sent[g][i] = true;
+                if (u(rng) >= loss) f.send(me.leaf, me.port, fp32_frame(me, seq, v, 0xFFFF, type));
+              }
+            }
+          }
+          // What reached the worker.
+          for (const Bytes& b : f.take(me.leaf, me.port)) {
+            wire::Header h;
+            claim::Frame c;
+            if (claim::parse_frame(b.data(), static_cast<uint32_t>(b.size()), wire::kDefaultUdpPort, h, c) ==
+                claim::Class::kClaimResult) {
+              const uint32_t g = c.seq;
+              if (g >= kGroups || w.mode[g] != 0) continue;
+              const bool any_result =
+                  !w.got[g].empty() && std::count(w.got[g].begin(), w.got[g].end(), true) > 0;
+              if (c.answer == claim::Answer::kGranted && w.answer[g] == 0) w.answer[g] = 1;
+              if (c.answer == claim::Answer::kDenied && !any_result) {
+                w.answer[g] = 2;
+                w.mode[g] = 2;  // the ring reduces it
+              }
+              continue;
+            }
+            if (!is_result(b)) continue;
+            const uint32_t seq = seq_of(b), g = seq / g_size;
+            REQUIRE(g < kGroups);
+            if (w.mode[g] == 2) ++result_on_ring;
+            if (w.got[g].empty()) w.got[g].assign(g_size, false), w.sent[g].assign(g_size, false);
+            std::vector<uint32_t> want(kElems);
+            for (uint32_t e = 0; e < kElems; ++e) {
+              float sum = 0;
+              for (int j = 0; j < 4; ++j) sum += value(job, seq, j, e);
+              want[e] = f2u(sum);
+            }
+            if (payload_of(b) != want || job_of(b) != job) ++wrong;
+            w.got[g][seq % g_size] = true;
+            if (std::count(w.got[g].begin(), w.got[g].end(), true) == static_cast<long>(g_size) &&
+                w.mode[g] == 0)
+              w.mode[g] = 1;
+          }
+        }
+      }
+      if (all_done && tick > 10) break;
+    }
+    CHECK(wrong == 0);
+    CHECK(result_on_ring == 0);
+    for (uint16_t job : {uint16_t{1}, uint16_t{2}}) {
+      for (uint32_t g = 0; g < kGroups; ++g) {
+        const int m = st[{job, 0}].mode[g];
+        CHECK(m != 0);  // finished
+        (m == 1 ? in_network : on_ring) += 1;
+        for (int k = 1; k < 4; ++k) CHECK(st[{job, k}].mode[g] == m);  // all the same way
+      }
+    }
+    // A clean last release from everyone frees everything.
+    f.lose = nullptr;
+    f.dup = 0;
+    for (uint16_t job : {uint16_t{1}, uint16_t{2}}) release_all(f, job, kGroups);
+    for (int n = 0; n < 3; ++n) {
+      const Node& node = *f.nodes[n];
+      CHECK(node.pool().free_slots() == 32);
+      CHECK(node.core->live_claim_entries() == 0);
+      CHECK(node.gc(regmap::kGcDropSeqWindow) == 0);
+      CHECK(node.core->pool_counters().commit_failures == 0);
+      CHECK(node.core->pool_counters().unmapped == 0);
+      check_slots(node);
+      expired += node.pool().counters().expired;
+    }
+    if (wrong != 0 || result_on_ring != 0) break;
+  }
+  // Both ways of finishing a group, and expired leases, were exercised.
+  std::printf("pool: random: %llu groups in the network, %llu on the ring, %llu leases expired\n",
+              static_cast<unsigned long long>(in_network), static_cast<unsigned long long>(on_ring),
+              static_cast<unsigned long long>(expired));
+  CHECK(in_network > 0);
+  CHECK(on_ring > 0);
 }
