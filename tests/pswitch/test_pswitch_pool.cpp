@@ -829,7 +829,7 @@ TEST_CASE("pool: contributions the engine counts renew the lease, others do not"
 // in any order of addition.
 TEST_CASE("pool: random loss, duplication and reordering", "[pool]") {
   const uint64_t seed = test_seed("pool: random");
-  const uint64_t runs = env_count("PANAMA_POOL_RUNS", 20);
+  const uint64_t runs = env_count("PANAMA_POOL_RUNS", 200);
   std::mt19937_64 rng(seed);
   constexpr uint32_t kGroups = 8;
   constexpr uint32_t kAhead = 3;  // groups claimed ahead of the first unfinished one
