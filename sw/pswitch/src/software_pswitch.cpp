@@ -532,7 +532,8 @@ std::string SoftwarePswitch::counters_table() {
     os << ")\n";
   }
   for (const auto& t : j["trees"]) {
-    const auto& e = t["engine"];
+    // A pooled tree has no engine entry of its own (its claim entries come and go).
+    const nlohmann::json e = t.contains("engine") ? t["engine"] : nlohmann::json::object();
     std::snprintf(line, sizeof line,
                   "  job %u tree %u: in %llu, up %llu, results %llu (+%llu from parent), copies %llu, "
                   "dup %llu, retrans served %llu, seq-window drops %llu\n",
