@@ -962,3 +962,37 @@ TEST_CASE("pool: random loss, duplication and reordering", "[pool]") {
   CHECK(in_network > 0);
   CHECK(on_ring > 0);
 }
+
+TEST_CASE("pool: claim frames pass a chain tree's hop through a switch that does not serve it", "[pool]") {
+  // A spine between two leaves of job 1's chain: no pool, no tree, one hop.
+  const PswitchSettings s = settings_from_json(nlohmann::json::parse(
+      R"({"ports": [{"name": "below"}, {"name": "above"}, {"name": "other"}],
+          "transit": [{"job": 1, "tree": 0, "child": "below", "parent": "above"}]})"));
+  PoolEngine eng;
+  SwitchCore<PoolEngine> core(s, eng);
+  std::vector<std::pair<uint32_t, Bytes>> out;
+  PortEmitFn to([&](uint32_t p, const uint8_t* d, uint32_t n) { out.push_back({p, Bytes(d, d + n)}); });
+  const Worker w{0, 0, 1, 3};
+  const Bytes claim = claim_frame(w, 5), release = release_frame(w, 2);
+  Bytes result(claim::kFrameBytes);
+  REQUIRE(claim::build_claim_result(result.data(), claim::kFrameBytes, addr_of(w), 1, 0, 0, 5,
+                                    claim::Answer::kGranted, claim::Reason::kNone) == claim::kFrameBytes);
+  core.on_frame(0, claim.data(), claim::kFrameBytes, to);
+  core.on_frame(0, release.data(), claim::kFrameBytes, to);
+  core.on_frame(1, result.data(), claim::kFrameBytes, to);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].first == 1);
+  CHECK(out[0].second == claim);
+  CHECK(out[1].first == 1);
+  CHECK(out[1].second == release);
+  CHECK(out[2].first == 0);
+  CHECK(out[2].second == result);
+  CHECK(core.counters().transit == 3);
+  // Not along the hop (a claim-result going up, a claim from elsewhere):
+  // the engine drops them as a bad type, as any engine without pools.
+  out.clear();
+  core.on_frame(0, result.data(), claim::kFrameBytes, to);
+  core.on_frame(2, claim.data(), claim::kFrameBytes, to);
+  CHECK(out.empty());
+  CHECK(eng.global_counter(regmap::kGcDropBadType) == 2);
+}

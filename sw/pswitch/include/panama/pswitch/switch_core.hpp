@@ -14,9 +14,9 @@
 //  - result-down for a served (job, tree) arriving on its parent port ->
 //    replicated to the child ports; from any other port -> dropped, counted;
 //  - a chain tree's hop through this switch ("transit": it does not serve
-//    the tree): aggregate-up / retransmission from the hop's child port to
-//    its parent port, result-down the other way, also where those ports
-//    have bindings of other trees;
+//    the tree): aggregate-up / retransmission (and claim, release) from the
+//    hop's child port to its parent port, result-down (and claim-result)
+//    the other way, also where those ports have bindings of other trees;
 //  - everything else (incl. PANAMA frames of trees not served here) ->
 //    forwarded by destination MAC from the static table, or flooded.
 //
@@ -237,6 +237,15 @@ class SwitchCore {
         return;
       }
     } else if (wire::is_malformed(cls)) {
+      // A claim frame of a chain tree's hop through this switch passes
+      // along the hop as the tree's other frames do: claims and releases
+      // up, claim-results down.
+      if (cls == wire::FrameClass::kBadType && claim::is_claim_type(h.type) &&
+          tree_index(h.job_id, h.tree_id) < 0 &&
+          pass_hop(in_port, h, h.type == static_cast<uint8_t>(claim::Type::kClaimResult), head, payload, len,
+                   out)) {
+        return;
+      }
       to_engine(in_port, head, payload, len, out);
       return;
     }
