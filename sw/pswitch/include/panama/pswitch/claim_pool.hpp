@@ -52,6 +52,9 @@
 //    emitted never expires: its slots are freed by the release.
 //  - Entries are isolated: a claim, release or expiry only ever touches the
 //    slots of its own entry's groups, and no entry holds more than its cap.
+//  - With PoolConfig::max_groups, at most that many groups hold slots at
+//    once (an engine that gives each a table entry of its own); a claim
+//    beyond it reserves nothing (pool full).
 #pragma once
 
 #include <array>
