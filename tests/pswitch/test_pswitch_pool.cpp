@@ -153,6 +153,7 @@ struct Fabric {
   std::mt19937_64* rng = nullptr;         // set: frames between switches are delivered in random order,
   double dup = 0;                         // and each is sent twice with this probability
   bool buffers[3] = {false, true, true};  // leaf 0 without buffers: the mapped-copy path
+  bool split = false;                     // frames arrive as header + payload (on_frame_parts)
 
   explicit Fabric(uint32_t pool_size = 32) {
     for (int l = 0; l < 2; ++l) {
@@ -187,7 +188,16 @@ struct Fabric {
   }
   void rx(int node, uint32_t port, const Bytes& b) {
     Target out(buffers[node], [&](uint32_t p, const uint8_t* d, uint32_t n) { emitted(node, p, d, n); });
-    nodes[node]->core->on_frame(port, b.data(), static_cast<uint32_t>(b.size()), out);
+    const uint32_t len = static_cast<uint32_t>(b.size());
+    if (split && len > wire::kPayloadOffset) {
+      // In two pieces, as a worker sending from its own memory: the header
+      // and, in a buffer of its own, the payload.
+      const Bytes head(b.begin(), b.begin() + wire::kPayloadOffset),
+          payload(b.begin() + wire::kPayloadOffset, b.end());
+      nodes[node]->core->on_frame_parts(port, head.data(), payload.data(), len, out);
+      return;
+    }
+    nodes[node]->core->on_frame(port, b.data(), len, out);
   }
   // A worker's frame into its leaf, then everything it causes.
   void send(int l, uint32_t port, const Bytes& b) {
@@ -432,6 +442,10 @@ void check_slots(const Node& n) {
 TEST_CASE("pool: granted groups aggregate through the pool, fp32 and bf16 bit-exact", "[pool]") {
   std::mt19937_64 rng(test_seed("pool: granted groups"));
   Fabric f;
+  SECTION("contiguous frames") {}
+  SECTION("frames in two pieces") {
+    f.split = true;
+  }
   claim_all(f, 1, 0, claim::Answer::kGranted);
   claim_all(f, 1, 1, claim::Answer::kGranted);
   claim_all(f, 2, 0, claim::Answer::kGranted);
@@ -840,6 +854,7 @@ TEST_CASE("pool: random loss, duplication and reordering", "[pool]") {
     const double loss = u(rng) * 0.15;
     f.rng = &rng;
     f.dup = u(rng) * 0.1;
+    f.split = run % 2 == 1;
     f.lose = [&](int, uint32_t, const Bytes&) { return u(rng) < loss; };
     INFO("run " << run << " loss " << loss << " dup " << f.dup);
     auto value = [](uint16_t job, uint32_t seq, int k, uint32_t i) {
