@@ -1,6 +1,6 @@
 // The claim pool's rules (sw/pswitch claim_pool.hpp, docs/hybrid-allreduce.md)
 // against hand-computed expectations: first-fit placement, all or nothing,
-// caps, idempotent claims, claims gathered from every child, denied below,
+// caps, the most groups holding slots, idempotent claims, claims gathered from every child, denied below,
 // denied passing down, releases by the minimum over the children, stale
 // drops, leases, and isolation between entries.
 #include <catch2/catch.hpp>
@@ -139,6 +139,23 @@ TEST_CASE("pool: the claim cap bounds what an entry holds", "[pool]") {
   ClaimPool r(pool(0, 8), {pooled(1, 4, 3, 1, true)});
   require_denied(r.on_claim(0, 0, 0, false, 0), Reason::kOverCap);
   CHECK(r.free_slots() == 8);
+}
+
+TEST_CASE("pool: max_groups bounds the groups holding slots at once", "[pool]") {
+  PoolConfig c = pool(0, 16);
+  c.max_groups = 2;  // an engine with two table entries for claims
+  ClaimPool p(c, {pooled(1, 2, 16, 1, true), pooled(2, 2, 16, 1, true)});
+  require_granted(p.on_claim(0, 0, 0, false, 0));
+  require_granted(p.on_claim(1, 0, 0, false, 0));
+  CHECK(p.holding_groups() == 2);
+  require_denied(p.on_claim(0, 0, 1, false, 0), Reason::kPoolFull);  // 12 slots free, no entry
+  CHECK(p.free_slots() == 12);
+  REQUIRE(p.on_release(1, 0, 1).grew);  // job 2's group frees its entry
+  CHECK(p.holding_groups() == 1);
+  require_granted(p.on_claim(0, 0, 2, false, 0));
+  CHECK(map_of(p) == "####............");  // job 2's freed slots, first fit
+  p.advance(1000);                         // both of job 1's leases end
+  CHECK(p.holding_groups() == 0);
 }
 
 TEST_CASE("pool: a duplicate claim changes nothing and gets the same answer", "[pool]") {

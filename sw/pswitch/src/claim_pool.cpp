@@ -69,8 +69,10 @@ int ClaimPool::find_run(uint32_t n) const {
 Reason ClaimPool::reserve(Entry& e, GroupView& g, uint64_t now_ns) {
   const uint32_t n = e.cfg.group_size;
   if (e.ctr.slots_held + n > e.cfg.claim_cap) return Reason::kOverCap;
+  if (cfg_.max_groups != 0 && holding_ >= cfg_.max_groups) return Reason::kPoolFull;
   const int at = find_run(n);
   if (at < 0) return Reason::kPoolFull;
+  ++holding_;
   for (uint32_t i = 0; i < n; ++i) used_[static_cast<uint32_t>(at) + i] = true;
   g.holds = true;
   g.slot = cfg_.base + static_cast<uint32_t>(at);
@@ -88,6 +90,7 @@ void ClaimPool::free_slots_of(Entry& e, GroupView& g) {
   const uint32_t n = e.cfg.group_size;
   for (uint32_t i = 0; i < n; ++i) used_[g.slot - cfg_.base + i] = false;
   g.holds = false;
+  --holding_;
   e.ctr.slots_held -= n;
   total_.slots_held -= n;
 }

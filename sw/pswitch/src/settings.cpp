@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "panama/config/json_reader.hpp"
+#include "panama/engine_sizes.hpp"
+#include "panama/pswitch/claim_pool.hpp"
 #include "panama/pswitch/output_queue.hpp"
 
 namespace panama::pswitch {
@@ -29,7 +31,81 @@ uint64_t queue_size(const JsonObject& o, const char* key, uint64_t fallback) {
   return v;
 }
 
+// The "pool" object; `s` holds the ports and trees already.
+PoolSettings parse_pool(const JsonObject& pj, const PswitchSettings& s) {
+  const JsonSource& src = pj.source();
+  PoolSettings p;
+  p.size = static_cast<uint32_t>(pj.uint("size", 1, ClaimPool::kMaxSlots));
+  p.base = static_cast<uint32_t>(pj.uint("base", 0, kEnginePacketSlots - 1));
+  if (p.base + p.size > kEnginePacketSlots) {
+    pj.fail("size", "slots " + std::to_string(p.base) + ".." + std::to_string(p.base + p.size - 1) +
+                        " run past the engine's " + std::to_string(kEnginePacketSlots) + " slots");
+  }
+  p.lease_ns = pj.uint("lease_ns", 1, UINT64_MAX);
+  p.table_base = static_cast<uint32_t>(pj.uint("table_base", 0, kEngineTableEntries - 1));
+  p.table_count = static_cast<uint32_t>(pj.uint("table_count", 1, 256));
+  if (p.table_base + p.table_count > kEngineTableEntries) {
+    pj.fail("table_count", "table entries " + std::to_string(p.table_base) + ".." +
+                               std::to_string(p.table_base + p.table_count - 1) + " run past the engine's " +
+                               std::to_string(kEngineTableEntries) + " entries");
+  }
+  p.claim_job = static_cast<uint16_t>(pj.uint("claim_job", 0, 0xFFFF, p.claim_job));
+  // A claim entry's key is (claim_job, 0 .. table_count - 1): no tree of this
+  // switch, served or passed through, may have one.
+  auto claims_key = [&](uint16_t job, uint8_t tree) { return job == p.claim_job && tree < p.table_count; };
+  for (const TreePorts& t : s.trees) {
+    if (claims_key(t.job, t.tree)) {
+      pj.fail("claim_job", "job " + std::to_string(t.job) + " tree " + std::to_string(t.tree) +
+                               " of \"trees\" has the key of a claim entry (claim_job " +
+                               std::to_string(p.claim_job) + ", trees 0.." +
+                               std::to_string(p.table_count - 1) + ")");
+    }
+  }
+  for (const TransitHop& h : s.transit) {
+    if (claims_key(h.job, h.tree)) {
+      pj.fail("claim_job", "job " + std::to_string(h.job) + " tree " + std::to_string(h.tree) +
+                               " of \"transit\" has the key of a claim entry (claim_job " +
+                               std::to_string(p.claim_job) + ")");
+    }
+  }
+  const json& trees = pj.array("trees", true);
+  for (size_t i = 0; i < trees.size(); ++i) {
+    const JsonObject tj(src, trees[i], config::json_path(pj.path("trees"), i),
+                        {"job", "tree", "group_size", "claim_cap"});
+    PooledTree t;
+    t.job = static_cast<uint16_t>(tj.uint("job", 0, 0xFFFF));
+    t.tree = static_cast<uint8_t>(tj.uint("tree", 0, 0xFF));
+    const std::string name = "job " + std::to_string(t.job) + " tree " + std::to_string(t.tree);
+    if (p.find(t.job, t.tree)) tj.fail(name + " is pooled twice");
+    const TreePorts* ports = s.find_tree(t.job, t.tree);
+    if (!ports) tj.fail(name + " is not in \"trees\" (a pooled tree is one this switch serves)");
+    if (ports->children.empty() || ports->children.size() > ClaimPool::kMaxChildren) {
+      tj.fail(name + " has " + std::to_string(ports->children.size()) + " children; a pooled tree has 1.." +
+              std::to_string(ClaimPool::kMaxChildren));
+    }
+    t.group_size = static_cast<uint32_t>(tj.uint("group_size", 1, p.size));
+    t.claim_cap = static_cast<uint32_t>(tj.uint("claim_cap", 1, UINT32_MAX));
+    if (t.claim_cap < t.group_size) {
+      tj.fail("claim_cap", "claim cap " + std::to_string(t.claim_cap) + " is below the group size " +
+                               std::to_string(t.group_size) + " (no claim could ever be granted)");
+    }
+    if (t.claim_cap > p.size) {
+      tj.fail("claim_cap", "claim cap " + std::to_string(t.claim_cap) + " is larger than the pool (" +
+                               std::to_string(p.size) + " slots): the cap would not keep tenants apart");
+    }
+    p.trees.push_back(t);
+  }
+  return p;
+}
+
 }  // namespace
+
+const PooledTree* PoolSettings::find(uint16_t job, uint8_t tree) const {
+  for (const PooledTree& t : trees) {
+    if (t.job == job && t.tree == tree) return &t;
+  }
+  return nullptr;
+}
 
 int PswitchSettings::port_index(const std::string& n) const {
   for (size_t i = 0; i < ports.size(); ++i) {
@@ -49,7 +125,7 @@ PswitchSettings settings_from_json(const json& j, const std::string& origin) {
   const JsonSource src(origin, &config::throw_as<SettingsError>);
   const JsonObject top(src, j, "pswitch",
                        {"name", "seed", "engine", "engine_queue_bytes", "engine_ecn_k_bytes", "priority_dscp",
-                        "ports", "trees", "transit", "mac_table"});
+                        "ports", "trees", "transit", "mac_table", "pool"});
   PswitchSettings s;
   s.name = top.string("name", s.name);
   s.seed = top.uint("seed", 0, UINT64_MAX, s.seed);
@@ -209,6 +285,11 @@ PswitchSettings settings_from_json(const json& j, const std::string& origin) {
       s.mac_table.push_back(r);
     }
   }
+  if (top.has("pool")) {
+    s.pool = parse_pool(
+        top.object("pool", {"base", "size", "lease_ns", "table_base", "table_count", "claim_job", "trees"}),
+        s);
+  }
   return s;
 }
 
@@ -265,6 +346,21 @@ json settings_to_json(const PswitchSettings& s) {
   for (const MacRoute& r : s.mac_table) {
     j["mac_table"].push_back({{"mac", config::format_mac(r.mac)}, {"port", s.ports[r.port].name}});
   }
+  if (s.pool) {
+    const PoolSettings& p = *s.pool;
+    json pj = {{"base", p.base},
+               {"size", p.size},
+               {"lease_ns", p.lease_ns},
+               {"table_base", p.table_base},
+               {"table_count", p.table_count},
+               {"claim_job", p.claim_job}};
+    pj["trees"] = json::array();
+    for (const PooledTree& t : p.trees) {
+      pj["trees"].push_back(
+          {{"job", t.job}, {"tree", t.tree}, {"group_size", t.group_size}, {"claim_cap", t.claim_cap}});
+    }
+    j["pool"] = pj;
+  }
   return j;
 }
 
@@ -295,6 +391,31 @@ void check_trees_against_entries(const PswitchSettings& s, const std::vector<con
   }
   for (size_t i = 0; i < entries.size(); ++i) {
     const config::EntryConfig& e = entries[i];
+    const std::string path = config::json_path("entries", i);
+    const std::string tree = "job " + std::to_string(e.job) + " tree " + std::to_string(e.tree);
+    if (s.pool) {
+      const PoolSettings& p = *s.pool;
+      if (e.index >= p.table_base && e.index - p.table_base < p.table_count) {
+        src.fail(path, tree + ": table entry " + std::to_string(e.index) +
+                           " is one of the pool's claim entries (pswitch.pool.table_base " +
+                           std::to_string(p.table_base) + ", table_count " + std::to_string(p.table_count) +
+                           ")");
+      }
+      if (e.job == p.claim_job && e.tree < p.table_count) {
+        src.fail(path, tree + " has the key of a claim entry (pswitch.pool.claim_job)");
+      }
+      if (p.find(e.job, e.tree)) {
+        const TreePorts* tp = s.find_tree(e.job, e.tree);
+        if (tp && e.fan_in > tp->children.size()) {
+          src.fail(path, tree + " is pooled with " + std::to_string(tp->children.size()) +
+                             " children but its fan-in is " + std::to_string(e.fan_in));
+        }
+      } else if (e.slot_base < p.base + p.size && p.base < e.slot_base + e.slot_count) {
+        src.fail(path, tree + ": slots " + std::to_string(e.slot_base) + ".." +
+                           std::to_string(e.slot_base + e.slot_count - 1) + " reach into the pool (slots " +
+                           std::to_string(p.base) + ".." + std::to_string(p.base + p.size - 1) + ")");
+      }
+    }
     if (!s.find_tree(e.job, e.tree)) {
       src.fail(config::json_path("entries", i),
                "job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +

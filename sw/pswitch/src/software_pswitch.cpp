@@ -57,6 +57,40 @@ nlohmann::json bands_json(const Queue& q) {
   return a;
 }
 
+// The pool's counters of one tree, or summed: the switch's (frames, claim
+// entries) and the pool's (claims, verdicts, leases, drops).
+nlohmann::json pool_json(const PoolSwitchCounters& sc, const PoolCounters& pc) {
+  nlohmann::json denied = nlohmann::json::object();
+  for (uint8_t r = 1; r < claim::kReasonCount; ++r) {
+    if (pc.denied[r] > 0) denied[claim::reason_name(static_cast<claim::Reason>(r))] = pc.denied[r];
+  }
+  return {{"claims_in", sc.claims_in},
+          {"claims_up", sc.claims_up},
+          {"answers_down", sc.answers_down},
+          {"claim_results_in", sc.claim_results_in},
+          {"releases_in", sc.releases_in},
+          {"releases_up", sc.releases_up},
+          {"mapped", sc.mapped},
+          {"counted", sc.counted},
+          {"no_claim_answers", sc.no_claim_answers},
+          {"emissions", sc.emissions},
+          {"entry_commits", sc.entry_commits},
+          {"entry_disables", sc.entry_disables},
+          {"commit_failures", sc.commit_failures},
+          {"unmapped", sc.unmapped},
+          {"claim_duplicates", pc.claim_duplicates},
+          {"granted", pc.granted},
+          {"denied", denied},
+          {"reservations", pc.reservations},
+          {"expired", pc.expired},
+          {"released_groups", pc.released_groups},
+          {"drop_no_claim", pc.drop_no_claim},
+          {"drop_stale_group", pc.drop_stale_group},
+          {"drop_bad_child", pc.drop_bad_child},
+          {"slots_held", pc.slots_held},
+          {"slots_high_water", pc.slots_high_water}};
+}
+
 // One line of the counter table: a queue's bands, "frames out/tail drops/CE marks".
 std::string bands_line(const std::string& name, const nlohmann::json& bands) {
   std::string line = "  " + name + ":";
@@ -90,6 +124,7 @@ struct SoftwarePswitch::Impl {
   };
 
   config::NodeConfig cfg;
+  std::vector<config::EntryConfig> fixed_entries;  // the entries committed as they are (not pooled)
   PswitchSettings settings;
   std::unique_ptr<OutputQueue<RxFrame>> engine_queue;
   std::unique_ptr<EngineBackend> engine;
@@ -265,6 +300,7 @@ struct SoftwarePswitch::Impl {
       }
       work += n;
     }
+    core->advance(now);  // the pool's leases
     work += engine_queue->dequeue(now, kEngineBatch, [&](RxFrame f) {
       const uint8_t* payload = nullptr;
       if (f.m->nb_segs == 2) {
@@ -314,8 +350,18 @@ SoftwarePswitch::SoftwarePswitch(const config::NodeConfig& cfg, std::shared_ptr<
   }
   check_trees_against_entries(s.settings, s.cfg.entries);
   EngineRegisters<EngineBackend> regs(*s.engine);
-  config::apply_node_config(regs, s.cfg);
-  s.core = std::make_unique<SwitchCore<EngineBackend>>(s.settings, *s.engine);
+  // A pooled tree's entry is the template of its claim entries, which
+  // SwitchCore commits as groups take slots: it is not committed itself.
+  config::NodeConfig fixed = s.cfg;
+  if (s.settings.pool) {
+    fixed.entries.clear();
+    for (const config::EntryConfig& e : s.cfg.entries) {
+      if (!s.settings.pool->find(e.job, e.tree)) fixed.entries.push_back(e);
+    }
+  }
+  config::apply_node_config(regs, fixed);
+  s.fixed_entries = fixed.entries;
+  s.core = std::make_unique<SwitchCore<EngineBackend>>(s.settings, *s.engine, s.cfg.entries);
   // The engine queue serves the priority levels too: the engine is often
   // the slowest stage, so that is where the levels matter most.
   s.engine_queue = std::make_unique<OutputQueue<Impl::RxFrame>>(QueueConfig{
@@ -406,7 +452,7 @@ nlohmann::json SoftwarePswitch::counters_json() {
     if (p.queue->bands() > 1) j["ports"].back()["bands"] = bands_json(*p.queue);
   }
   EngineRegisters<EngineBackend> regs(*s.engine);
-  const config::CounterSnapshot snap = config::read_counters(regs, s.cfg.entries);
+  const config::CounterSnapshot snap = config::read_counters(regs, s.fixed_entries);
   const nlohmann::json engine = config::counters_to_json(snap);
   j["engine"] = engine["global"];
   j["trees"] = nlohmann::json::array();
@@ -424,7 +470,14 @@ nlohmann::json SoftwarePswitch::counters_json() {
     for (const auto& e : engine["entries"]) {
       if (e["job"] == tp.job && e["tree"] == tp.tree) tj["engine"] = e["counters"];
     }
+    if (const int pe = s.core->pool_entry(static_cast<uint32_t>(t)); pe >= 0)
+      tj["pool"] = pool_json(s.core->pool_tree_counters(static_cast<uint32_t>(t)),
+                             s.core->pool()->entry_counters(static_cast<uint32_t>(pe)));
     j["trees"].push_back(tj);
+  }
+  if (s.core->pool()) {
+    j["pool"] = pool_json(s.core->pool_counters(), s.core->pool()->counters());
+    j["pool"]["free_slots"] = s.core->pool()->free_slots();
   }
   const SwitchCounters& c = s.core->counters();
   const QueueCounters& eq = s.engine_queue->counters();
@@ -433,17 +486,12 @@ nlohmann::json SoftwarePswitch::counters_json() {
                        {"ecn_marked", eq.ecn_marked},
                        {"max_queue_bytes", eq.max_depth_bytes}};
   if (s.engine_queue->bands() > 1) j["engine_queue"]["bands"] = bands_json(*s.engine_queue);
-  j["switch"] = {{"engine_drops", c.engine_drops},
-                 {"segmented_drops", s.segmented_drops},
-                 {"joined_frames", s.joined_frames},
-                 {"split_frames", s.split_frames},
-                 {"staged_emissions", s.staged_emissions},
-                 {"shared_copies", s.shared_copies},
-                 {"result_wrong_port", c.result_wrong_port},
-                 {"binding_drops", c.binding_drops},
-                 {"no_parent", c.no_parent},
-                 {"hairpin_drops", c.hairpin_drops},
-                 {"transit", c.transit}};
+  j["switch"] = {{"engine_drops", c.engine_drops},       {"claim_malformed", c.claim_malformed},
+                 {"segmented_drops", s.segmented_drops}, {"joined_frames", s.joined_frames},
+                 {"split_frames", s.split_frames},       {"staged_emissions", s.staged_emissions},
+                 {"shared_copies", s.shared_copies},     {"result_wrong_port", c.result_wrong_port},
+                 {"binding_drops", c.binding_drops},     {"no_parent", c.no_parent},
+                 {"hairpin_drops", c.hairpin_drops},     {"transit", c.transit}};
   return j;
 }
 
@@ -484,7 +532,8 @@ std::string SoftwarePswitch::counters_table() {
     os << ")\n";
   }
   for (const auto& t : j["trees"]) {
-    const auto& e = t["engine"];
+    // A pooled tree has no engine entry of its own (its claim entries come and go).
+    const nlohmann::json e = t.contains("engine") ? t["engine"] : nlohmann::json::object();
     std::snprintf(line, sizeof line,
                   "  job %u tree %u: in %llu, up %llu, results %llu (+%llu from parent), copies %llu, "
                   "dup %llu, retrans served %llu, seq-window drops %llu\n",
@@ -497,6 +546,16 @@ std::string SoftwarePswitch::counters_table() {
                   (unsigned long long)e.value("duplicates", 0ull),
                   (unsigned long long)e.value("retrans_served", 0ull),
                   (unsigned long long)e.value("drop_seq_window", 0ull));
+    os << line;
+  }
+  if (j.contains("pool")) {
+    const auto& p = j["pool"];
+    auto n = [&](const char* k) { return static_cast<unsigned long long>(p[k].get<uint64_t>()); };
+    std::snprintf(line, sizeof line,
+                  "  pool: %llu slots free (high water %llu held), claims %llu, granted %llu, expired %llu, "
+                  "no-claim drops %llu, stale drops %llu, claim entries %llu (%llu refused)\n",
+                  n("free_slots"), n("slots_high_water"), n("claims_in"), n("granted"), n("expired"),
+                  n("drop_no_claim"), n("drop_stale_group"), n("entry_commits"), n("commit_failures"));
     os << line;
   }
   return os.str();

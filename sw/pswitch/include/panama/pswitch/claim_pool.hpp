@@ -52,6 +52,9 @@
 //    emitted never expires: its slots are freed by the release.
 //  - Entries are isolated: a claim, release or expiry only ever touches the
 //    slots of its own entry's groups, and no entry holds more than its cap.
+//  - With PoolConfig::max_groups, at most that many groups hold slots at
+//    once (an engine that gives each a table entry of its own); a claim
+//    beyond it reserves nothing (pool full).
 #pragma once
 
 #include <array>
@@ -69,6 +72,10 @@ struct PoolConfig {
   uint32_t base = 0;      // first slot of the pool in the engine's packet memory
   uint32_t size = 0;      // pool slots, at most ClaimPool::kMaxSlots
   uint64_t lease_ns = 0;  // L, > 0
+  // The most groups holding slots at once (0: no limit): an engine that gives
+  // each claim a table entry of its own has only so many for them. A claim
+  // beyond it reserves nothing, as for a pool without a run of G free slots.
+  uint32_t max_groups = 0;
 };
 
 struct PooledEntry {
@@ -215,6 +222,7 @@ class ClaimPool {
   std::vector<GroupView> groups(uint32_t entry) const;  // live groups, ascending
   bool slot_free(uint32_t slot) const;                  // an absolute slot of the pool
   uint32_t free_slots() const { return cfg_.size - total_.slots_held; }
+  uint32_t holding_groups() const { return holding_; }
   const PoolCounters& counters() const { return total_; }
   const PoolCounters& entry_counters(uint32_t entry) const { return entries_.at(entry).ctr; }
 
@@ -245,6 +253,7 @@ class ClaimPool {
   PoolConfig cfg_;
   std::vector<Entry> entries_;
   std::array<bool, kMaxSlots> used_{};
+  uint32_t holding_ = 0;  // groups holding slots
   PoolCounters total_;
 };
 

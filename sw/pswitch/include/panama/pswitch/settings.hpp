@@ -5,12 +5,15 @@
 // only the switch around the engine needs: its ports (virtual device, link
 // rate, output queue, ECN threshold, fault injection), the DSCP of each
 // priority level its queues serve first, which port is the
-// parent and which are the children of each (job, tree), and a static MAC
-// table for ordinary traffic. docs/pswitch.md documents every key.
+// parent and which are the children of each (job, tree), a static MAC
+// table for ordinary traffic, and the engine's pool of claimable slots and
+// the trees that claim them (docs/hybrid-allreduce.md). docs/pswitch.md
+// documents every key.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -81,6 +84,35 @@ struct TransitHop {
   uint32_t parent = 0;
 };
 
+// A (job, tree) of "trees" whose engine entry claims pool slots a group at
+// a time instead of owning a fixed share. Its number of children and
+// whether this switch is its root come from its TreePorts; its engine entry
+// in the node config gives the addresses, fan-in and child ids its claims
+// are committed with (its slot range is not used).
+struct PooledTree {
+  uint16_t job = 0;
+  uint8_t tree = 0;
+  uint32_t group_size = 1;  // G: sequences per group, pool slots per claim
+  uint32_t claim_cap = 1;   // the most pool slots the tree holds at once, G..size
+};
+
+// The engine's pool (docs/hybrid-allreduce.md, "Proposed rules"): slots
+// base .. base + size - 1 of the packet memory, which no fixed-share entry
+// may use, and table entries table_base .. table_base + table_count - 1,
+// which the switch commits one per granted group: key (claim_job, i) for
+// table entry table_base + i, slot range = the group's G slots.
+struct PoolSettings {
+  uint32_t base = 0;
+  uint32_t size = 0;
+  uint64_t lease_ns = 0;  // L: how long a claim that has emitted nothing holds its slots
+  uint32_t table_base = 0;
+  uint32_t table_count = 0;  // groups holding slots at once, at most; 1..256
+  uint16_t claim_job = 0xFFFF;
+  std::vector<PooledTree> trees;
+
+  const PooledTree* find(uint16_t job, uint8_t tree) const;
+};
+
 struct MacRoute {
   Mac mac{};
   uint32_t port = 0;
@@ -107,6 +139,7 @@ struct PswitchSettings {
   std::vector<TreePorts> trees;
   std::vector<TransitHop> transit;
   std::vector<MacRoute> mac_table;
+  std::optional<PoolSettings> pool;  // none: no pool, claim frames go to the engine (a bad type)
 
   int port_index(const std::string& name) const;
   const TreePorts* find_tree(uint16_t job, uint8_t tree) const;
@@ -122,7 +155,10 @@ PswitchSettings settings_from_json(const nlohmann::json& j, const std::string& o
 // Checks the section against the engine table it sits beside: every tree has
 // an engine entry with the same (job, tree), root exactly when it has no
 // parent, whose child ids include every bound child id; every entry has a
-// tree (else its emissions would have nowhere to go). Throws SettingsError,
+// tree (else its emissions would have nowhere to go). With a pool: no entry
+// sits in the pool's table entries or has a claim entry's key, no
+// fixed-share entry's slots reach into the pool, and a pooled tree's entry
+// has a fan-in of at most its number of children. Throws SettingsError,
 // with `origin` as settings_from_json.
 void check_trees_against_entries(const PswitchSettings& s, const std::vector<config::EntryConfig>& entries,
                                  const std::string& origin = "node config");
