@@ -45,7 +45,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,6 +159,30 @@ class VectorFrameOut : public FrameOut {
 using OpId = uint64_t;
 enum class OpStatus { kPending, kDone, kFailed };
 
+// Pooled mode (docs/runtime.md, "Pooled mode"): per tree, and summed over
+// the trees in CommStats.
+struct PoolStats {
+  uint64_t groups = 0;                   // groups issued
+  uint64_t claims_sent = 0;              // claim frames (first, repeated after an RTO, with retransmissions)
+  uint64_t claim_timeouts = 0;           // claims sent again because no answer came within the RTO
+  uint64_t granted = 0, denied = 0;      // the first answer heard for a group
+  uint64_t expired = 0;                  // granted groups that a later denied (expired) moved to the ring
+  uint64_t denied_by_peer = 0;           // groups moved to the ring by the previous rank's ring frame
+  uint64_t in_network = 0, on_ring = 0;  // groups finished each way
+  uint64_t answers_ignored = 0;          // repeated answers, answers for finished groups
+  uint64_t denied_after_result = 0;      // denied for a group with a result already: ignored (never expected)
+  uint64_t releases_sent = 0;
+  uint32_t released = 0;          // the cumulative count of finished groups (CommStats: summed)
+  uint64_t ring_frames_sent = 0;  // ring data frames, retransmissions included
+  uint64_t ring_retransmissions = 0;
+  uint64_t ring_bytes_sent = 0;  // payload bytes of those (fp32 partial sums and results)
+  uint64_t ring_acks_sent = 0, ring_acks_received = 0;
+  uint64_t ring_frames_received = 0;  // ring data frames of this job
+  uint64_t ring_duplicates = 0;       // data frames received again (acknowledged again)
+  uint64_t ring_early = 0;      // data frames for a group this worker has not issued yet (not acknowledged)
+  uint64_t ring_malformed = 0;  // ring frames of this job that do not fit the group, step or sender
+};
+
 struct TreeStats {
   uint8_t tree_id = 0;
   // Payload bytes (elements x the allreduce's element size: 4 for fp32, 2
@@ -195,6 +221,7 @@ struct TreeStats {
   uint32_t next_seq = 0;
   double srtt_us = 0;  // smoothed RTT (0 before the first sample)
   double rto_us = 0;
+  PoolStats pool;  // pooled mode
 };
 
 struct CommStats {
@@ -206,6 +233,7 @@ struct CommStats {
   // Result-down frames of this job with bad lengths, no element type or an unknown tree.
   uint64_t malformed_results = 0;
   uint64_t failovers = 0;  // primary trees this worker failed over to their backup
+  PoolStats pool;          // pooled mode: the trees' counters summed
   std::vector<TreeStats> trees;
 };
 
@@ -234,8 +262,9 @@ class AllreduceCore {
   std::string op_error(OpId id) const;  // why it failed ("" otherwise)
   void release(OpId id);                // forget a finished op
   // Unfinished allreduces, plus one while this worker still owes other
-  // workers failover contributions (a caller keeps polling while non-zero).
-  size_t pending_ops() const { return pending_ + (failover_owed() ? 1 : 0); }
+  // workers failover contributions or (pooled mode) ring frames not yet
+  // acknowledged (a caller keeps polling while non-zero).
+  size_t pending_ops() const { return pending_ + (failover_owed() || pool_owed() ? 1 : 0); }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
   // Continuing a job in a new communicator (e.g. a process group destroyed
@@ -322,6 +351,10 @@ class AllreduceCore {
   struct Tree;
   struct Outstanding;
   struct Kept;
+  struct Group;
+  struct RingGroup;
+  struct RingKey;
+  struct RingOut;
 
   bool failover_owed() const;
   Tree& route(size_t primary);  // where new chunks of primary tree `primary` go now
@@ -337,6 +370,29 @@ class AllreduceCore {
   void collect_drained();
   void finish(Op& op, OpStatus st, const std::string& err);
   void finalize(Op& op);
+
+  // Pooled mode (pooled.cpp).
+  bool pooled() const { return plan_.pooled.has_value(); }
+  void pool_issue(Tree& t, Op& op, uint32_t first_seq, uint32_t n, size_t first_chunk, size_t stride);
+  bool pool_skip(Tree& t);  // before send_new: past ring groups and gaps; true when next_seq may go out
+  void pool_result(Tree& t, uint32_t seq);
+  bool pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget);
+  bool ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget);
+  bool pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns);
+  void on_claim_result(Tree& t, uint32_t group, bool granted, uint64_t now_ns);
+  void to_ring(Tree& t, Group& g, uint64_t now_ns);
+  void ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset, uint32_t count,
+                 const uint8_t* payload);
+  void ring_final(Tree& t, Group& g, uint32_t offset, const uint32_t* values, uint32_t count);
+  void ring_send(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset,
+                 std::vector<uint32_t> values);
+  void group_done(Tree& t, Group& g);
+  bool pool_owed() const;
+  bool pool_can_send() const;
+  bool pool_sendable(const Tree& t) const;
+  uint64_t pool_next_timer() const;
+  void pool_clear();
+  bool write_claim(Tree& t, uint32_t group, FrameOut& out);
 
   Plan plan_;
   std::vector<std::unique_ptr<Tree>> trees_;
@@ -355,6 +411,16 @@ class AllreduceCore {
   bool zero_copy_send_ = false;
   uint64_t defer_failure_until_ns_ = 0;
   uint64_t skew_allowance_ns_ = 0;
+  // Pooled mode: ring data frames of this rank not yet acknowledged (sent
+  // or queued), those not sent yet in order, how many are in flight, and
+  // the acknowledgements to send.
+  std::map<RingKey, RingOut> ring_out_;
+  std::deque<RingKey> ring_unsent_;
+  uint32_t ring_in_flight_ = 0;
+  std::deque<RingKey> ring_acks_;
+  uint64_t last_ring_ack_ns_ = 0;
+  uint16_t ring_port_ = 0;
+  uint64_t ring_unknown_tree_ = 0;  // ring frames of this job naming a tree it does not have
 };
 
 }  // namespace panama::runtime
