@@ -122,6 +122,7 @@ struct AllreduceCore::RingKey {
 };
 struct AllreduceCore::RingOut {
   uint32_t offset = 0;
+  uint8_t elem_type = 0;         // the group's
   std::vector<uint32_t> values;  // fp32 bits
   bool sent = false;
   uint64_t sent_ns = 0, deadline_ns = 0, rto_ns = 0;

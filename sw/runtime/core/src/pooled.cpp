@@ -96,14 +96,15 @@ bool AllreduceCore::pool_skip(Tree& t) {
     Tree::Segment& seg = t.segments.front();
     while (t.next_seq - seg.first_seq >= seg.count) skip();  // the gap before a group boundary
     auto it = t.groups.find(t.next_seq / g_size);
-    if (it == t.groups.end() || it->second.state == Group::State::kNetwork ||
-        (it->second.state == Group::State::kDone && !it->second.on_ring)) {
+    if (it != t.groups.end() && !it->second.on_ring) {
+      if (it->second.state != Group::State::kNetwork) break;  // no answer yet: its chunks wait (rule 4)
       advance();
       return true;
     }
-    const Group& g = it->second;
-    if (!g.on_ring) break;  // no answer yet: its chunks wait (rule 4)
-    const uint32_t end = g.first_seq + g.nseq;
+    // On the ring, or finished there and forgotten already (a group
+    // finished in the network has had all its chunks sent).
+    const uint32_t end = static_cast<uint32_t>(std::min<uint64_t>(
+        (uint64_t{t.next_seq / g_size} + 1) * g_size, uint64_t{seg.first_seq} + seg.count));
     while (t.next_seq != end) skip();
     if (t.next_seq - seg.first_seq == seg.count) t.segments.pop_front();
   }
@@ -117,7 +118,7 @@ bool AllreduceCore::pool_sendable(const Tree& t) const {
   const Tree::Segment& seg = t.segments.front();
   const uint32_t s = t.next_seq - seg.first_seq < seg.count ? t.next_seq : seg.first_seq;
   auto it = t.groups.find(s / plan_.pooled->group_size);
-  return it == t.groups.end() || it->second.state == Group::State::kNetwork;
+  return it != t.groups.end() && it->second.state == Group::State::kNetwork;
 }
 
 void AllreduceCore::pool_result(Tree& t, uint32_t seq) {
@@ -136,6 +137,7 @@ void AllreduceCore::group_done(Tree& t, Group& g) {
   }
   g.ring.reset();
   g.claim_due = false;
+  if (group_observer_) group_observer_(t.plan.tree_id, g.first_seq / plan_.pooled->group_size, g.on_ring);
   // Rule 5: the cumulative count of finished groups.
   while (!t.groups.empty() && t.groups.begin()->first == t.released &&
          t.groups.begin()->second.state == Group::State::kDone) {
@@ -247,6 +249,7 @@ void AllreduceCore::ring_send(Tree& t, uint32_t group, uint32_t step, uint32_t p
   if (ring_out_.count(key)) return;
   RingOut o;
   o.offset = offset;
+  o.elem_type = t.groups.at(group).op->elem_type;  // the group is live while it sends
   o.values = std::move(values);
   ring_out_.emplace(key, std::move(o));
   ring_unsent_.push_back(key);
@@ -416,10 +419,9 @@ bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) 
     const uint32_t len = kRPayload + 4 * count;
     uint8_t* f = out.begin_frame(len);
     if (!f) return false;
-    auto g = t.groups.find(k.group);
-    const uint8_t type = g != t.groups.end() && g->second.ring ? g->second.ring->elem_type : 0;
     write_ring_headers(f, t.hdr, q.next_mac, q.next_ip, ring_port_, kRingData, plan_.job_id, t.plan.tree_id,
-                       type, plan_.rank, k.group, k.step, k.piece, o.offset, static_cast<uint16_t>(count));
+                       o.elem_type, plan_.rank, k.group, k.step, k.piece, o.offset,
+                       static_cast<uint16_t>(count));
     wire::store_le32_run(f + kRPayload, o.values.data(), count);
     out.end_frame(len);
     --budget;
@@ -587,7 +589,7 @@ bool AllreduceCore::pool_can_send() const {
       const Tree::Segment& seg = t.segments.front();
       const uint32_t s = t.next_seq - seg.first_seq < seg.count ? t.next_seq : seg.first_seq;
       auto it = t.groups.find(s / g_size);
-      if (it != t.groups.end() && it->second.on_ring) return true;
+      if (it == t.groups.end() || it->second.on_ring) return true;
     }
   }
   return false;

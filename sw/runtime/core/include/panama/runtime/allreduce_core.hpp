@@ -345,6 +345,11 @@ class AllreduceCore {
 
   // Test hook: called once per result copied into a user buffer.
   void set_write_observer(std::function<void(OpId, size_t chunk)> f) { observer_ = std::move(f); }
+  // Test hook (pooled mode): called once per group as it finishes, with its
+  // tree id, its index and whether the ring finished it.
+  void set_group_observer(std::function<void(uint8_t tree_id, uint32_t group, bool on_ring)> f) {
+    group_observer_ = std::move(f);
+  }
 
  private:
   struct Op;
@@ -407,6 +412,7 @@ class AllreduceCore {
   std::string fail_reason_;
   CommStats totals_;
   std::function<void(OpId, size_t)> observer_;
+  std::function<void(uint8_t, uint32_t, bool)> group_observer_;
   size_t streaming_copy_bytes_ = 0;
   bool zero_copy_send_ = false;
   uint64_t defer_failure_until_ns_ = 0;

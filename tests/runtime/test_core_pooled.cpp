@@ -1,0 +1,752 @@
+// The protocol core in pooled mode (docs/hybrid-allreduce.md; docs/runtime.md,
+// "Pooled mode"): claims before each group's chunks, the root's answer
+// deciding every worker's way for the group, the ring fallback for denied
+// groups, releases, leases.
+//
+// The rig: jobs of N workers whose AllreduceCores exchange frames through a
+// one-level switch model, the real ClaimPool (sw/pswitch) answering claims at
+// the root, and the real engine model summing the granted groups' chunks in
+// a fixed share per (job, tree) entry. The pool's mapping of a group onto
+// its slots is the switch's business, not the runtime's: the rig gives each
+// granted group G fresh sequences of the entry's share instead (a share so
+// large that no slot is used twice). Ring frames go from worker to worker
+// directly. Every frame (claims, claim-results, releases, chunks, results,
+// ring data and acknowledgements) may be lost, duplicated or delayed.
+// Results are checked bit for bit against references computed here: sums
+// of small exact values, rounded once to bf16/fp16 by
+// sw/cluster/test_data.hpp's round16.
+//
+// Seed: PANAMA_TEST_SEED overrides the random seed (printed on failure).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core_rig.hpp"
+#include "panama/claim.hpp"
+#include "panama/cluster/test_data.hpp"
+#include "panama/engine.hpp"
+#include "panama/pswitch/claim_pool.hpp"
+#include "panama/runtime/allreduce_core.hpp"
+#include "panama/table_entry.hpp"
+
+using namespace panama;
+using namespace panama::runtime;
+using panama::pswitch::ClaimAction;
+using panama::pswitch::ClaimPool;
+using panama::pswitch::PoolConfig;
+using panama::pswitch::PoolDrop;
+using panama::pswitch::PooledEntry;
+
+namespace {
+
+using Frame = std::vector<uint8_t>;
+using PoolEngine = Engine<8, 4096, 4>;  // 64 elements per slot
+constexpr uint32_t kShare = 1024;       // engine sequences per entry: no slot is used twice
+constexpr uint16_t kPort = wire::kDefaultUdpPort;
+constexpr uint16_t kRingPort = kPort + 1;
+
+struct JobSpec {
+  uint16_t job = 1;
+  uint32_t world = 3;
+  uint32_t trees = 1;
+  uint32_t group_size = 4;
+  uint32_t claim_cap = 64;
+  std::vector<size_t> sizes;          // elements of each allreduce
+  std::vector<wire::ElemType> types;  // per allreduce; missing: fp32
+};
+
+struct RigOptions {
+  uint32_t elems = 16;  // elements per packet
+  uint32_t pool_slots = 64;
+  uint64_t lease_ns = 1000000000;  // L
+  uint32_t retry_budget = 100000;
+  uint32_t ring_window = 64;
+  double loss = 0, dup = 0;
+  uint64_t jitter_ns = 0;            // > 0: frames overtake each other
+  uint64_t start_spread_ns = 20000;  // workers issue their allreduces up to this late
+  bool answer_claims = true;         // false: an engine without a pool (claims dropped)
+  // Drops a frame on its way to the switch (besides `loss`).
+  std::function<bool(const Frame&, uint64_t now, uint16_t job, uint32_t rank)> drop_up;
+};
+
+MacAddress worker_mac(uint16_t job, uint32_t rank) {
+  return {0x02, 0, static_cast<uint8_t>(job >> 8), static_cast<uint8_t>(job), 1, static_cast<uint8_t>(rank)};
+}
+uint32_t worker_ip(uint16_t job, uint32_t rank) {
+  return 0x0A000000u + (uint32_t{job} << 8) + rank + 1;
+}
+
+Plan pooled_plan(const JobSpec& j, uint32_t rank, const RigOptions& o) {
+  Plan p;
+  p.job_id = j.job;
+  p.rank = rank;
+  p.world_size = j.world;
+  p.local_mac = worker_mac(j.job, rank);
+  p.local_ip = worker_ip(j.job, rank);
+  p.elems_per_packet = o.elems;
+  for (uint32_t t = 0; t < j.trees; ++t) {
+    TreePlan tp;
+    tp.tree_id = static_cast<uint8_t>(10 + t);
+    tp.child_id = static_cast<uint16_t>((rank + t) % j.world);
+    tp.dst_mac = {0x02, 0, 0, 0, 0, 0xF0};
+    tp.dst_ip = 0x0A0000F0u;
+    tp.initial_cwnd_cap = 8;
+    p.trees.push_back(tp);
+  }
+  p.congestion.rto_initial_us = 200;
+  p.congestion.rto_min_us = 100;
+  p.congestion.rto_max_us = 3000;
+  p.congestion.retry_budget = o.retry_budget;
+  PooledPlan q;
+  q.group_size = j.group_size;
+  const uint32_t next = (rank + 1) % j.world, prev = (rank + j.world - 1) % j.world;
+  q.next_mac = worker_mac(j.job, next);
+  q.next_ip = worker_ip(j.job, next);
+  q.prev_mac = worker_mac(j.job, prev);
+  q.prev_ip = worker_ip(j.job, prev);
+  q.ring_window = o.ring_window;
+  p.pooled = q;
+  return p;
+}
+
+wire::ElemType type_of(const JobSpec& j, size_t op) {
+  return op < j.types.size() ? j.types[op] : wire::ElemType::kFloat32;
+}
+
+// The data of job j: a seed per job, so two jobs sum different tensors.
+uint64_t data_seed(uint64_t seed, uint16_t job) {
+  return seed * 31 + job;
+}
+
+class PoolRig {
+ public:
+  struct Worker {
+    size_t job = 0;  // index into jobs
+    uint32_t rank = 0;
+    std::unique_ptr<AllreduceCore> core;
+    uint64_t start_ns = 0;
+    bool started = false;
+    std::vector<std::vector<uint8_t>> bufs;
+    std::vector<OpId> ops;
+    std::map<std::pair<uint8_t, uint32_t>, std::vector<bool>> finished;  // (tree, group) -> ways (true: ring)
+  };
+
+  PoolRig(uint64_t seed, std::vector<JobSpec> jobs, RigOptions o)
+      : jobs_(std::move(jobs)),
+        o_(std::move(o)),
+        seed_(seed),
+        rng_(seed),
+        eng_(std::make_unique<PoolEngine>()) {
+    std::vector<PooledEntry> entries;
+    for (const JobSpec& j : jobs_) {
+      for (uint32_t t = 0; t < j.trees; ++t) {
+        const uint32_t e = static_cast<uint32_t>(entries.size());
+        PooledEntry pe;
+        pe.job = j.job;
+        pe.tree = static_cast<uint8_t>(10 + t);
+        pe.group_size = j.group_size;
+        pe.claim_cap = j.claim_cap;
+        pe.children = j.world;
+        pe.root = true;
+        entries.push_back(pe);
+        TableEntry te;
+        te.job = j.job;
+        te.tree = pe.tree;
+        te.root = true;
+        te.fan_in = j.world;
+        te.child_mask = (uint64_t{1} << j.world) - 1;
+        te.slot_base = e * kShare;
+        te.slot_count = kShare;
+        te.udp_src = te.udp_dst = kPort;
+        REQUIRE(commit_entry(*eng_, e, te) == regmap::kStatusOk);
+      }
+    }
+    REQUIRE(entries.size() * kShare <= PoolEngine::kPacketSlots);
+    pool_ = std::make_unique<ClaimPool>(PoolConfig{0, o_.pool_slots, o_.lease_ns}, entries);
+    next_base_.assign(entries.size(), 0);
+    back_.resize(entries.size());
+    for (size_t ji = 0; ji < jobs_.size(); ++ji) {
+      const JobSpec& j = jobs_[ji];
+      for (uint32_t r = 0; r < j.world; ++r) {
+        Worker w;
+        w.job = ji;
+        w.rank = r;
+        w.core = std::make_unique<AllreduceCore>(pooled_plan(j, r, o_));
+        w.start_ns = std::uniform_int_distribution<uint64_t>(0, o_.start_spread_ns)(rng_);
+        const size_t wi = workers_.size();
+        mac_to_worker_[worker_mac(j.job, r)] = wi;
+        workers_.push_back(std::move(w));
+        Worker& ww = workers_.back();
+        ww.core->set_group_observer([this, wi](uint8_t tree, uint32_t group, bool on_ring) {
+          workers_[wi].finished[{tree, group}].push_back(on_ring);
+        });
+      }
+    }
+  }
+
+  // Runs until every worker has finished (or failed) and the network is
+  // empty; false when simulated time ran past `limit_ns` (a stuck job).
+  bool run(uint64_t limit_ns = 20000000000ull) {
+    while (true) {
+      for (Worker& w : workers_) {
+        if (!w.started && now_ >= w.start_ns) start(w);
+      }
+      while (!q_.empty() && q_.top().at <= now_) {
+        Ev ev = q_.top();
+        q_.pop();
+        if (ev.to < 0) {
+          to_switch(ev.frame, ev.from);
+        } else {
+          workers_[static_cast<size_t>(ev.to)].core->on_frame(ev.frame.data(),
+                                                              static_cast<uint32_t>(ev.frame.size()), now_);
+        }
+      }
+      expiries_ += pool_->advance(now_).size();
+      std::vector<size_t> order(workers_.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::shuffle(order.begin(), order.end(), rng_);
+      for (size_t wi : order) {
+        Worker& w = workers_[wi];
+        if (!w.started) continue;
+        VectorFrameOut out;
+        w.core->poll(now_, out, 16);
+        for (Frame& f : out.frames) from_worker(wi, std::move(f));
+      }
+      bool done = true;
+      for (const Worker& w : workers_) done &= w.started && (w.core->pending_ops() == 0 || w.core->failed());
+      if (done && q_.empty()) return true;
+      uint64_t next = UINT64_MAX;
+      if (!q_.empty()) next = q_.top().at;
+      for (const Worker& w : workers_) {
+        if (!w.started) {
+          next = std::min(next, w.start_ns);
+          continue;
+        }
+        if (w.core->failed()) continue;
+        next = std::min(next, w.core->next_timer_ns());
+        if (w.core->can_send()) next = std::min(next, now_ + 500);
+      }
+      if (next == UINT64_MAX) return done;  // nothing will ever happen again
+      now_ = std::max(now_ + 1, next);
+      if (now_ > limit_ns) {
+        dump();
+        return false;
+      }
+    }
+  }
+
+  // What each worker's core says, for a stuck run.
+  void dump() const {
+    for (const Worker& w : workers_) {
+      const CommStats st = w.core->stats();
+      const PoolStats& p = st.pool;
+      std::cerr << "job " << jobs_[w.job].job << " rank " << w.rank << ": pending " << w.core->pending_ops()
+                << " failed " << w.core->failed() << " groups " << p.groups << " granted " << p.granted
+                << " denied " << p.denied << " expired " << p.expired << " by peer " << p.denied_by_peer
+                << " in network " << p.in_network << " on ring " << p.on_ring << " released " << p.released
+                << " ring sent " << p.ring_frames_sent << " retx " << p.ring_retransmissions << " acks "
+                << p.ring_acks_sent << "/" << p.ring_acks_received << " received " << p.ring_frames_received
+                << " dup " << p.ring_duplicates << " early " << p.ring_early << " malformed "
+                << p.ring_malformed << " next timer " << w.core->next_timer_ns() << " can send "
+                << w.core->can_send() << "\n";
+    }
+  }
+
+  // Every allreduce done on every worker, bit for bit the reference; every
+  // group finished once on every worker of its job, the same way; the
+  // engines emitted nothing for a group on the ring.
+  void check() {
+    for (const Worker& w : workers_) {
+      const JobSpec& j = jobs_[w.job];
+      INFO("job " << j.job << " rank " << w.rank);
+      REQUIRE(!w.core->failed());
+      const CommStats st = w.core->stats();
+      CHECK(st.pool.denied_after_result == 0);
+      CHECK(st.pool.ring_malformed == 0);
+      for (size_t k = 0; k < j.sizes.size(); ++k) {
+        INFO("allreduce " << k);
+        REQUIRE(w.core->status(w.ops[k]) == OpStatus::kDone);
+        const size_t n = j.sizes[k];
+        const wire::ElemType t = type_of(j, k);
+        const uint64_t ds = data_seed(seed_, j.job);
+        if (t == wire::ElemType::kFloat32) {
+          std::vector<float> want(n);
+          cluster::reference_sum(want.data(), n, ds, static_cast<uint32_t>(k), j.world);
+          CHECK(std::memcmp(want.data(), w.bufs[k].data(), 4 * n) == 0);
+        } else {
+          size_t bad = 0;
+          for (size_t i = 0; i < n; ++i) {
+            double sum = 0;
+            for (uint32_t r = 0; r < j.world; ++r)
+              sum += cluster::exact_value16(cluster::stream_base(ds, static_cast<uint32_t>(k), r), i, t);
+            const uint16_t want = cluster::round16(sum, t);
+            uint16_t got;
+            std::memcpy(&got, w.bufs[k].data() + 2 * i, 2);
+            bad += got != want;
+          }
+          CHECK(bad == 0);
+        }
+      }
+      // Groups: each once, the same way on every worker of the job.
+      CHECK(w.finished.size() == groups_of(j));
+      for (const auto& kv : w.finished) {
+        INFO("tree " << int(kv.first.first) << " group " << kv.first.second);
+        REQUIRE(kv.second.size() == 1);
+        const Worker& first = workers_[first_worker(w.job)];
+        CHECK(first.finished.at(kv.first) == kv.second);
+        if (kv.second[0]) CHECK(emitted_.count({j.job, kv.first.first, kv.first.second}) == 0);
+      }
+      CHECK(st.pool.groups == groups_of(j));
+      CHECK(st.pool.in_network + st.pool.on_ring == groups_of(j));
+    }
+  }
+
+  // Groups of a job: per allreduce and tree, ceil(chunks on the tree / G).
+  size_t groups_of(const JobSpec& j) const {
+    size_t g = 0;
+    for (size_t n : j.sizes) {
+      const size_t chunks = (n + o_.elems - 1) / o_.elems;
+      for (uint32_t t = 0; t < j.trees && t < chunks; ++t) {
+        const size_t c = (chunks - t + j.trees - 1) / j.trees;
+        g += (c + j.group_size - 1) / j.group_size;
+      }
+    }
+    return g;
+  }
+
+  PoolStats job_stats(size_t ji) const {
+    PoolStats s;
+    for (const Worker& w : workers_) {
+      if (w.job != ji) continue;
+      const PoolStats p = w.core->stats().pool;
+      s.granted += p.granted;
+      s.denied += p.denied;
+      s.expired += p.expired;
+      s.denied_by_peer += p.denied_by_peer;
+      s.in_network += p.in_network;
+      s.on_ring += p.on_ring;
+      s.ring_frames_sent += p.ring_frames_sent;
+      s.ring_bytes_sent += p.ring_bytes_sent;
+      s.releases_sent += p.releases_sent;
+      s.claims_sent += p.claims_sent;
+    }
+    return s;
+  }
+
+  std::vector<Worker>& workers() { return workers_; }
+  ClaimPool& pool() { return *pool_; }
+  uint64_t now() const { return now_; }
+  uint64_t ring_frames = 0, contributions = 0, claims = 0, expiries_ = 0;
+  std::map<std::tuple<uint16_t, uint8_t, uint32_t>, std::vector<claim::Answer>>
+      answers;  // the root's, in order
+
+ private:
+  struct Ev {
+    uint64_t at;
+    uint64_t order;
+    int to;       // -1: the switch; else a worker index
+    size_t from;  // the sending worker (to the switch)
+    Frame frame;
+    bool operator<(const Ev& o) const { return at != o.at ? at > o.at : order > o.order; }
+  };
+
+  size_t first_worker(size_t job) const {
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      if (workers_[i].job == job) return i;
+    }
+    return 0;
+  }
+
+  bool chance(double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  void send(int to, size_t from, const Frame& f) {
+    if (chance(o_.loss)) return;
+    const int copies = chance(o_.dup) ? 2 : 1;
+    for (int c = 0; c < copies; ++c) {
+      const uint64_t jitter =
+          o_.jitter_ns ? std::uniform_int_distribution<uint64_t>(0, o_.jitter_ns)(rng_) : 0;
+      q_.push(Ev{now_ + 2000 + jitter, order_++, to, from, f});
+    }
+  }
+
+  void start(Worker& w) {
+    const JobSpec& j = jobs_[w.job];
+    const uint64_t ds = data_seed(seed_, j.job);
+    for (size_t k = 0; k < j.sizes.size(); ++k) {
+      const size_t n = j.sizes[k];
+      const wire::ElemType t = type_of(j, k);
+      std::vector<uint8_t> buf(n * wire::elem_bytes(static_cast<uint8_t>(t)));
+      if (t == wire::ElemType::kFloat32) {
+        cluster::fill_tensor(reinterpret_cast<float*>(buf.data()), n, ds, static_cast<uint32_t>(k), w.rank);
+      } else {
+        cluster::fill_tensor16(reinterpret_cast<uint16_t*>(buf.data()), n, t, ds, static_cast<uint32_t>(k),
+                               w.rank);
+      }
+      w.bufs.push_back(std::move(buf));
+    }
+    for (size_t k = 0; k < j.sizes.size(); ++k)
+      w.ops.push_back(w.core->start(w.bufs[k].data(), j.sizes[k], type_of(j, k), now_));
+    w.started = true;
+  }
+
+  void from_worker(size_t wi, Frame f) {
+    const Worker& w = workers_[wi];
+    const JobSpec& j = jobs_[w.job];
+    REQUIRE(f.size() >= 42);
+    if (wire::load_be16(f.data() + wire::kUdpDstPort) == kRingPort) {
+      ++ring_frames;
+      MacAddress dst;
+      std::memcpy(dst.data(), f.data() + wire::kEthDst, 6);
+      auto it = mac_to_worker_.find(dst);
+      REQUIRE(it != mac_to_worker_.end());
+      send(static_cast<int>(it->second), wi, f);
+      return;
+    }
+    if (o_.drop_up && o_.drop_up(f, now_, j.job, w.rank)) return;
+    send(-1, wi, f);
+  }
+
+  uint32_t entry_of(uint16_t job, uint8_t tree) {
+    const int e = pool_->find_entry(job, tree);
+    REQUIRE(e >= 0);
+    return static_cast<uint32_t>(e);
+  }
+
+  // A frame from the switch to worker wi (its child id at the tree filled in for claim-results).
+  void down(size_t wi, const Frame& f) { send(static_cast<int>(wi), 0, f); }
+
+  void claim_result(size_t wi, uint16_t job, uint8_t tree, uint32_t group, claim::Answer a, claim::Reason r) {
+    const Worker& w = workers_[wi];
+    const JobSpec& j = jobs_[w.job];
+    wire::Header addr{};
+    const MacAddress mac = worker_mac(job, w.rank);
+    std::memcpy(addr.eth_dst, mac.data(), 6);
+    addr.ttl = 64;
+    addr.ip_src = 0x0A0000F0u;
+    addr.ip_dst = worker_ip(job, w.rank);
+    addr.udp_src = addr.udp_dst = kPort;
+    Frame f(claim::kFrameBytes);
+    const uint16_t child = static_cast<uint16_t>((w.rank + (tree - 10u)) % j.world);
+    REQUIRE(claim::build_claim_result(f.data(), claim::kFrameBytes, addr, job, tree, child, group, a, r) ==
+            claim::kFrameBytes);
+    down(wi, f);
+  }
+
+  void multicast_answer(uint16_t job, uint8_t tree, uint32_t group, claim::Answer a, claim::Reason r) {
+    for (size_t wi = 0; wi < workers_.size(); ++wi) {
+      if (jobs_[workers_[wi].job].job == job) claim_result(wi, job, tree, group, a, r);
+    }
+  }
+
+  void to_switch(const Frame& f, size_t from) {
+    wire::Header h{};
+    claim::Frame cf;
+    const claim::Class c = claim::parse_frame(f.data(), static_cast<uint32_t>(f.size()), kPort, h, cf);
+    if (c == claim::Class::kClaim) {
+      ++claims;
+      if (!o_.answer_claims) return;
+      const uint32_t e = entry_of(cf.job_id, cf.tree_id);
+      const auto step = pool_->on_claim(e, cf.child_id, cf.seq, cf.denied_below, now_);
+      if (step.action == ClaimAction::kAnswer) {
+        answers[{cf.job_id, cf.tree_id, cf.seq}].push_back(step.answer);
+        multicast_answer(cf.job_id, cf.tree_id, cf.seq, step.answer, step.reason);
+      }
+      return;
+    }
+    if (c == claim::Class::kRelease) {
+      pool_->on_release(entry_of(cf.job_id, cf.tree_id), cf.child_id, cf.seq);
+      return;
+    }
+    REQUIRE(c == claim::Class::kNotClaim);
+    REQUIRE(wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), kPort, h) ==
+            wire::FrameClass::kOk);
+    ++contributions;
+    const uint32_t e = entry_of(h.job_id, h.tree_id);
+    const pswitch::SlotLookup lk = pool_->lookup(e, h.seq);
+    if (lk.drop == PoolDrop::kNoClaim && lk.has_answer) {
+      claim_result(from, h.job_id, h.tree_id, lk.group, lk.answer, lk.reason);
+      return;
+    }
+    if (lk.drop != PoolDrop::kNone) return;
+    // The group's sequences in the entry's share.
+    const uint32_t g_size = pool_->entry(e).group_size;
+    auto b = base_.find({e, lk.group});
+    if (b == base_.end()) {
+      b = base_.emplace(std::make_pair(e, lk.group), next_base_[e]).first;
+      next_base_[e] += g_size;
+      REQUIRE(next_base_[e] <= kShare);
+    }
+    const uint32_t eseq = b->second + (h.seq - lk.group * g_size);
+    back_[e][eseq] = h.seq;
+    Frame g = f;
+    wire::store_be32(g.data() + wire::kPanamaSeq, eseq);
+    std::vector<Frame> emitted;
+    auto sink = [&](const uint8_t* p, uint32_t len) { emitted.emplace_back(p, p + len); };
+    EmitFn<decltype(sink)> target(sink);
+    const EngineOutcome out = eng_->process_frame(g.data(), static_cast<uint32_t>(g.size()), target);
+    if (out.action == EngineAction::kAggregated || out.action == EngineAction::kEmitted) {
+      pool_->renew(e, h.seq, now_);  // a contribution the engine counted
+    }
+    for (Frame& r : emitted) {
+      const uint32_t s = back_[e].at(wire::load_be32(r.data() + wire::kPanamaSeq));
+      wire::store_be32(r.data() + wire::kPanamaSeq, s);
+      pool_->on_emitted(e, s);
+      emitted_.insert({h.job_id, h.tree_id, s / g_size});
+      for (size_t wi = 0; wi < workers_.size(); ++wi) {
+        if (jobs_[workers_[wi].job].job == h.job_id) down(wi, r);
+      }
+    }
+  }
+
+  std::vector<JobSpec> jobs_;
+  RigOptions o_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<PoolEngine> eng_;
+  std::unique_ptr<ClaimPool> pool_;
+  std::vector<uint32_t> next_base_;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> base_;
+  std::vector<std::map<uint32_t, uint32_t>> back_;
+  std::set<std::tuple<uint16_t, uint8_t, uint32_t>> emitted_;
+  std::map<MacAddress, size_t> mac_to_worker_;
+  std::vector<Worker> workers_;
+  std::priority_queue<Ev> q_;
+  uint64_t order_ = 0;
+  uint64_t now_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("pooled: every group granted: exact sums in the network, no ring frame") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec j;
+  j.world = 3;
+  j.trees = 2;
+  j.group_size = 4;
+  j.sizes = {100, 37, 300, 16};
+  j.types = {wire::ElemType::kFloat32, wire::ElemType::kBfloat16, wire::ElemType::kFloat32,
+             wire::ElemType::kFloat16};
+  RigOptions o;
+  o.pool_slots = 256;
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  const PoolStats s = rig.job_stats(0);
+  const size_t groups = rig.groups_of(j) * j.world;
+  CHECK(s.in_network == groups);
+  CHECK(s.granted == groups);
+  CHECK(s.on_ring == 0);
+  CHECK(s.denied == 0);
+  CHECK(s.ring_frames_sent == 0);
+  CHECK(rig.ring_frames == 0);
+  CHECK(s.releases_sent > 0);
+  // Every release arrived: the pool is empty again.
+  CHECK(rig.pool().counters().slots_held == 0);
+  CHECK(rig.pool().released(0) + rig.pool().released(1) == rig.groups_of(j));
+}
+
+TEST_CASE("pooled: a pool too small for a group: every group on the ring, exact and identical bits") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  for (uint32_t world : {1u, 2u, 4u}) {
+    INFO("world " << world);
+    JobSpec j;
+    j.world = world;
+    j.trees = 2;
+    j.group_size = 4;
+    j.sizes = {100, 3, 1000, 64, 77};
+    j.types = {wire::ElemType::kBfloat16, wire::ElemType::kFloat32, wire::ElemType::kFloat16,
+               wire::ElemType::kBfloat16, wire::ElemType::kFloat32};
+    RigOptions o;
+    o.pool_slots = 3;  // fewer than G
+    PoolRig rig(seed, {j}, o);
+    REQUIRE(rig.run());
+    rig.check();
+    const PoolStats s = rig.job_stats(0);
+    const size_t groups = rig.groups_of(j) * world;
+    CHECK(s.on_ring == groups);
+    CHECK(s.denied == groups);
+    CHECK(s.in_network == 0);
+    CHECK(rig.contributions == 0);  // no chunk went to the engine
+    if (world > 1) {
+      CHECK(s.ring_frames_sent > 0);
+      CHECK(s.ring_bytes_sent > 0);
+    }
+    for (auto& kv : rig.answers) CHECK(kv.second == std::vector<claim::Answer>{claim::Answer::kDenied});
+    // Every worker's buffers are the same bytes.
+    for (auto& w : rig.workers()) CHECK(w.bufs == rig.workers()[0].bufs);
+  }
+}
+
+TEST_CASE("pooled: a job with a claim cap of 0 cannot claim and finishes on the ring") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec a;
+  a.job = 1;
+  a.world = 3;
+  a.sizes = {200, 50};
+  a.types = {wire::ElemType::kFloat32, wire::ElemType::kBfloat16};
+  JobSpec b = a;
+  b.job = 2;
+  b.claim_cap = 0;
+  RigOptions o;
+  o.pool_slots = 64;
+  PoolRig rig(seed, {a, b}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  CHECK(rig.job_stats(0).on_ring == 0);
+  CHECK(rig.job_stats(1).in_network == 0);
+  CHECK(rig.job_stats(1).on_ring == rig.groups_of(b) * b.world);
+}
+
+TEST_CASE("pooled: two jobs compete for a pool that fits one: both exact, groups granted and denied") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec a;
+  a.job = 1;
+  a.world = 3;
+  a.trees = 1;
+  a.group_size = 4;
+  a.claim_cap = 12;
+  a.sizes = {800, 800};
+  a.types = {wire::ElemType::kFloat32, wire::ElemType::kBfloat16};
+  JobSpec b = a;
+  b.job = 2;
+  b.world = 4;
+  RigOptions o;
+  o.pool_slots = 12;  // one job's claims ahead
+  o.start_spread_ns = 0;
+  PoolRig rig(seed, {a, b}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  const PoolStats sa = rig.job_stats(0), sb = rig.job_stats(1);
+  CHECK(sa.in_network + sb.in_network > 0);
+  CHECK(sa.on_ring + sb.on_ring > 0);
+  CHECK(rig.pool().counters().slots_high_water <= 12);
+}
+
+TEST_CASE("pooled: a lease that ends mid-group moves the group to the ring on every worker") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec j;
+  j.world = 3;
+  j.trees = 1;
+  j.group_size = 4;
+  j.sizes = {16 * 12};  // groups 0, 1, 2
+  j.types = {wire::ElemType::kBfloat16};
+  RigOptions o;
+  o.pool_slots = 64;
+  o.lease_ns = 500000;  // 0.5 ms
+  o.start_spread_ns = 0;
+  // Rank 2's chunks of group 1 (sequences 4..7) do not reach the switch for 5 ms:
+  // the group emits nothing, and its lease ends.
+  o.drop_up = [](const Frame& f, uint64_t now, uint16_t, uint32_t rank) {
+    const uint8_t type = f[wire::kPanamaType];
+    if (rank != 2 || now > 5000000 || (type != 1 && type != 3)) return false;
+    const uint32_t seq = wire::load_be32(f.data() + wire::kPanamaSeq);
+    return seq >= 4 && seq < 8;
+  };
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  CHECK(rig.expiries_ >= 1);
+  const auto& ans = rig.answers.at({1, 10, 1});
+  CHECK(ans.front() == claim::Answer::kGranted);
+  CHECK(ans.back() == claim::Answer::kDenied);
+  uint64_t expired = 0;
+  for (auto& w : rig.workers()) {
+    INFO("rank " << w.rank);
+    CHECK(w.finished.at({10, 0}) == std::vector<bool>{false});
+    CHECK(w.finished.at({10, 1}) == std::vector<bool>{true});  // on the ring
+    CHECK(w.finished.at({10, 2}) == std::vector<bool>{false});
+    const PoolStats s = w.core->stats().pool;
+    CHECK(s.granted >= 2);
+    CHECK(s.expired + s.denied_by_peer >= 1);
+    expired += s.expired;
+  }
+  CHECK(expired >= 1);
+}
+
+TEST_CASE("pooled: claims that get no answer fail the job after the retry budget") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec j;
+  j.world = 2;
+  j.sizes = {64};
+  RigOptions o;
+  o.answer_claims = false;  // an engine without a pool drops claims
+  o.retry_budget = 3;
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  for (auto& w : rig.workers()) {
+    REQUIRE(w.core->failed());
+    CHECK(w.core->status(w.ops[0]) == OpStatus::kFailed);
+    CHECK_THAT(w.core->op_error(w.ops[0]),
+               Catch::Contains("job 1 tree 10: the claim of group 0 got no answer after") &&
+                   Catch::Contains("retransmissions (retry_budget)") &&
+                   Catch::Contains("an engine without a pool drops claims"));
+    CHECK(w.core->stats().pool.claim_timeouts >= 3);
+  }
+  CHECK(rig.contributions == 0);  // no chunk of an unanswered group was sent
+  CHECK(rig.claims >= 8);
+}
+
+TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact, never stuck") {
+  const uint64_t base = test::core::seed_from_env();
+  const int runs = 24;
+  for (int run = 0; run < runs; ++run) {
+    const uint64_t seed = base + static_cast<uint64_t>(run) * 7919;
+    std::mt19937_64 r(seed);
+    auto pick = [&](uint32_t lo, uint32_t hi) { return std::uniform_int_distribution<uint32_t>(lo, hi)(r); };
+    const wire::ElemType types[3] = {wire::ElemType::kFloat32, wire::ElemType::kBfloat16,
+                                     wire::ElemType::kFloat16};
+    std::vector<JobSpec> jobs;
+    const uint32_t njobs = pick(1, 2);
+    for (uint32_t k = 0; k < njobs; ++k) {
+      JobSpec j;
+      j.job = static_cast<uint16_t>(k + 1);
+      j.world = pick(2, 4);
+      j.trees = pick(1, 2);
+      j.group_size = pick(1, 5);
+      j.claim_cap = pick(0, 4) == 0 ? 0 : pick(1, 16);
+      const uint32_t ops = pick(1, 3);
+      for (uint32_t i = 0; i < ops; ++i) {
+        j.sizes.push_back(pick(1, 400));
+        j.types.push_back(types[pick(0, 2)]);
+      }
+      jobs.push_back(j);
+    }
+    RigOptions o;
+    o.elems = pick(4, 32);
+    o.pool_slots = pick(0, 24);
+    o.lease_ns = pick(0, 1) ? 1000000000ull : uint64_t{pick(200, 3000)} * 1000;
+    o.loss = pick(0, 10) / 100.0;
+    o.dup = pick(0, 10) / 100.0;
+    o.jitter_ns = pick(0, 1) ? 0 : uint64_t{pick(1, 20)} * 1000;
+    o.ring_window = pick(1, 16);
+    o.start_spread_ns = uint64_t{pick(0, 3000)} * 1000;
+    INFO("seed " << seed << " (PANAMA_TEST_SEED=" << base << ", run " << run << "): jobs " << njobs
+                 << ", elems " << o.elems << ", pool " << o.pool_slots << ", lease " << o.lease_ns
+                 << " ns, loss " << o.loss << ", dup " << o.dup << ", jitter " << o.jitter_ns
+                 << ", ring window " << o.ring_window);
+    PoolRig rig(seed, jobs, o);
+    const bool finished = rig.run();
+    if (!finished) std::cerr << "stuck: seed " << seed << " at " << rig.now() << " ns\n";
+    REQUIRE(finished);
+    rig.check();
+    for (size_t k = 0; k < jobs.size(); ++k) {
+      if (jobs[k].claim_cap == 0 || o.pool_slots < jobs[k].group_size)
+        CHECK(rig.job_stats(k).in_network == 0);  // cannot claim: all on the ring
+    }
+  }
+}
