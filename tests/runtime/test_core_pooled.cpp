@@ -703,7 +703,8 @@ TEST_CASE("pooled: claims that get no answer fail the job after the retry budget
 
 TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact, never stuck") {
   const uint64_t base = test::core::seed_from_env();
-  const int runs = 24;
+  const int runs = 60;
+  PoolStats seen;  // over the runs: what the scenarios exercised
   for (int run = 0; run < runs; ++run) {
     const uint64_t seed = base + static_cast<uint64_t>(run) * 7919;
     std::mt19937_64 r(seed);
@@ -729,7 +730,7 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     RigOptions o;
     o.elems = pick(4, 32);
     o.pool_slots = pick(0, 24);
-    o.lease_ns = pick(0, 1) ? 1000000000ull : uint64_t{pick(200, 3000)} * 1000;
+    o.lease_ns = pick(0, 1) ? 1000000000ull : uint64_t{pick(5, 500)} * 1000;
     o.loss = pick(0, 10) / 100.0;
     o.dup = pick(0, 10) / 100.0;
     o.jitter_ns = pick(0, 1) ? 0 : uint64_t{pick(1, 20)} * 1000;
@@ -748,5 +749,27 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
       if (jobs[k].claim_cap == 0 || o.pool_slots < jobs[k].group_size)
         CHECK(rig.job_stats(k).in_network == 0);  // cannot claim: all on the ring
     }
+    for (auto& w : rig.workers()) {
+      const PoolStats p = w.core->stats().pool;
+      seen.in_network += p.in_network;
+      seen.on_ring += p.on_ring;
+      seen.expired += p.expired;
+      seen.denied_by_peer += p.denied_by_peer;
+      seen.claim_timeouts += p.claim_timeouts;
+      seen.answers_ignored += p.answers_ignored;
+      seen.ring_retransmissions += p.ring_retransmissions;
+      seen.ring_duplicates += p.ring_duplicates;
+      seen.ring_early += p.ring_early;
+    }
   }
+  INFO("base seed " << base);
+  CHECK(seen.in_network > 0);
+  CHECK(seen.on_ring > 0);
+  CHECK(seen.expired > 0);
+  CHECK(seen.denied_by_peer > 0);
+  CHECK(seen.claim_timeouts > 0);
+  CHECK(seen.answers_ignored > 0);
+  CHECK(seen.ring_retransmissions > 0);
+  CHECK(seen.ring_duplicates > 0);
+  CHECK(seen.ring_early > 0);
 }
