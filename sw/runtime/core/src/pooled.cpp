@@ -511,6 +511,7 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
       g.claim_sent_ns = now_ns;
       g.claim_rto_ns = t.rto_ns;
       g.claim_deadline_ns = now_ns + g.claim_rto_ns;
+      if (t.released > 0) t.release_due = true;  // repeated with claims (rule 5)
       ++open;
       continue;
     }
