@@ -37,6 +37,7 @@
 #include "panama/pswitch/claim_pool.hpp"
 #include "panama/runtime/allreduce_core.hpp"
 #include "panama/table_entry.hpp"
+#include "support/frames.hpp"
 
 using namespace panama;
 using namespace panama::runtime;
@@ -772,4 +773,253 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
   CHECK(seen.ring_retransmissions > 0);
   CHECK(seen.ring_duplicates > 0);
   CHECK(seen.ring_early > 0);
+}
+
+namespace {
+
+// A ring frame as the core writes it (docs/hybrid-allreduce.md, "Ring frames").
+struct RingFields {
+  uint8_t kind = 1, tree = 10, elem_type = 1;
+  uint16_t job = 1;
+  uint32_t rank = 0, group = 0;
+  uint16_t step = 0, piece = 0;
+  uint32_t offset = 0;
+  std::vector<uint32_t> values;
+};
+
+Frame ring_frame(const RingFields& r, const MacAddress& dst, uint32_t dst_ip, const MacAddress& src,
+                 uint32_t src_ip) {
+  const uint32_t count = static_cast<uint32_t>(r.values.size());
+  Frame f(66 + 4 * count);
+  std::memcpy(f.data() + wire::kEthDst, dst.data(), 6);
+  std::memcpy(f.data() + wire::kEthSrc, src.data(), 6);
+  wire::store_be16(f.data() + wire::kEthType, 0x0800);
+  f[wire::kIpVerIhl] = 0x45;
+  wire::store_be16(f.data() + wire::kIpTotalLen, static_cast<uint16_t>(52 + 4 * count));
+  wire::store_be16(f.data() + wire::kIpFlagsFrag, 0x4000);
+  f[wire::kIpTtl] = 64;
+  f[wire::kIpProto] = 17;
+  wire::store_be32(f.data() + wire::kIpSrc, src_ip);
+  wire::store_be32(f.data() + wire::kIpDst, dst_ip);
+  wire::store_be16(f.data() + wire::kIpChecksum, wire::ipv4_header_checksum(f.data() + wire::kIpOffset));
+  wire::store_be16(f.data() + wire::kUdpSrcPort, kRingPort);
+  wire::store_be16(f.data() + wire::kUdpDstPort, kRingPort);
+  wire::store_be16(f.data() + wire::kUdpLength, static_cast<uint16_t>(32 + 4 * count));
+  f[42] = 1;
+  f[43] = r.kind;
+  wire::store_be16(f.data() + 44, r.job);
+  f[46] = r.tree;
+  f[47] = r.elem_type;
+  wire::store_be32(f.data() + 48, r.rank);
+  wire::store_be32(f.data() + 52, r.group);
+  wire::store_be16(f.data() + 56, r.step);
+  wire::store_be16(f.data() + 58, r.piece);
+  wire::store_be32(f.data() + 60, r.offset);
+  wire::store_be16(f.data() + 64, static_cast<uint16_t>(count));
+  for (uint32_t i = 0; i < count; ++i) wire::store_le32(f.data() + 66 + 4 * i, r.values[i]);
+  return f;
+}
+
+Frame answer(uint32_t group, bool granted) {
+  wire::Header addr{};
+  addr.ttl = 64;
+  addr.udp_src = addr.udp_dst = kPort;
+  Frame f(claim::kFrameBytes);
+  REQUIRE(claim::build_claim_result(f.data(), claim::kFrameBytes, addr, 1, 10, 0, group,
+                                    granted ? claim::Answer::kGranted : claim::Answer::kDenied,
+                                    granted ? claim::Reason::kNone : claim::Reason::kPoolFull) ==
+          claim::kFrameBytes);
+  return f;
+}
+
+std::vector<Frame> poll_all(AllreduceCore& c, uint64_t now) {
+  VectorFrameOut out;
+  c.poll(now, out);
+  return out.frames;
+}
+
+}  // namespace
+
+TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring frames byte by byte") {
+  JobSpec j;
+  j.world = 2;
+  j.group_size = 2;
+  RigOptions o;
+  o.elems = 4;
+  const Plan plan = pooled_plan(j, 0, o);
+  AllreduceCore c(plan);
+  std::vector<float> buf(16);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i + 1);
+  const OpId id = c.start(buf.data(), buf.size(), 0);  // chunks 0..3: groups 0 (seqs 0, 1) and 1 (seqs 2, 3)
+  auto on = [&](const Frame& f) { return c.on_frame(f.data(), static_cast<uint32_t>(f.size()), 1000); };
+
+  // Claims for both groups (the claim-ahead limit is 2), nothing else.
+  std::vector<Frame> f = poll_all(c, 0);
+  REQUIRE(f.size() == 2);
+  for (uint32_t g = 0; g < 2; ++g) {
+    wire::Header h;
+    claim::Frame cf;
+    REQUIRE(claim::parse_frame(f[g].data(), static_cast<uint32_t>(f[g].size()), kPort, h, cf) ==
+            claim::Class::kClaim);
+    CHECK(cf.job_id == 1);
+    CHECK(cf.tree_id == 10);
+    CHECK(cf.child_id == plan.trees[0].child_id);
+    CHECK(cf.seq == g);
+    CHECK(!cf.denied_below);
+    CHECK(std::memcmp(h.eth_dst, plan.trees[0].dst_mac.data(), 6) == 0);
+  }
+  CHECK(poll_all(c, 10).empty());  // nothing before an answer
+  CHECK(!c.can_send());
+
+  // Group 0 granted: its first chunk (window 1). Group 1 denied: the ring.
+  CHECK(on(answer(0, true)));
+  CHECK(on(answer(1, false)));
+  CHECK(on(answer(1, false)));  // a repeated answer changes nothing
+  f = poll_all(c, 1000);
+  std::vector<Frame> chunks, ring;
+  for (Frame& x : f)
+    (wire::load_be16(x.data() + wire::kUdpDstPort) == kRingPort ? ring : chunks).push_back(x);
+  REQUIRE(chunks.size() == 1);
+  CHECK(chunks[0][wire::kPanamaType] == 1);
+  CHECK(wire::load_be32(chunks[0].data() + wire::kPanamaSeq) == 0);
+  // Group 1 is chunks 2 and 3 (elements 8..15); rank 0 sends segment 0 (elements 8..11) at step 0.
+  REQUIRE(ring.size() == 1);
+  const Frame& r = ring[0];
+  REQUIRE(r.size() == 66 + 16);
+  CHECK(std::memcmp(r.data() + wire::kEthDst, plan.pooled->next_mac.data(), 6) == 0);
+  CHECK(std::memcmp(r.data() + wire::kEthSrc, plan.local_mac.data(), 6) == 0);
+  CHECK(wire::load_be16(r.data() + wire::kEthType) == 0x0800);
+  CHECK(wire::load_be16(r.data() + wire::kIpTotalLen) == 52 + 16);
+  CHECK(wire::ipv4_header_checksum(r.data() + wire::kIpOffset) == 0);
+  CHECK(wire::load_be32(r.data() + wire::kIpSrc) == plan.local_ip);
+  CHECK(wire::load_be32(r.data() + wire::kIpDst) == plan.pooled->next_ip);
+  CHECK(wire::load_be16(r.data() + wire::kUdpSrcPort) == kRingPort);
+  CHECK(wire::load_be16(r.data() + wire::kUdpLength) == 32 + 16);
+  RingFields want;
+  want.group = 1;
+  for (uint32_t i = 0; i < 4; ++i) want.values.push_back(test::f2u(buf[8 + i]));
+  Frame expect = ring_frame(want, plan.pooled->next_mac, plan.pooled->next_ip, plan.local_mac, plan.local_ip);
+  CHECK(std::vector<uint8_t>(r.begin() + 42, r.end()) ==
+        std::vector<uint8_t>(expect.begin() + 42, expect.end()));
+
+  // Rank 1 acknowledges it and sends segment 1 (elements 12..15) at step 0:
+  // rank 0 owns it, completes the sum, writes it and sends it on (step 1).
+  const MacAddress m1 = worker_mac(1, 1);
+  const uint32_t ip1 = worker_ip(1, 1);
+  RingFields ack = want;
+  ack.kind = 2;
+  ack.elem_type = 0;
+  ack.rank = 1;
+  ack.values.clear();
+  CHECK(on(ring_frame(ack, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.stats().pool.ring_acks_received == 1);
+  RingFields seg1;
+  seg1.rank = 1;
+  seg1.group = 1;
+  seg1.offset = 4;
+  seg1.values = {test::f2u(100.0f), test::f2u(200.0f), test::f2u(300.0f), test::f2u(400.0f)};
+  CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));  // duplicate: acknowledged again
+  CHECK(buf[12] == 113.0f);
+  CHECK(buf[15] == 416.0f);
+  f = poll_all(c, 2000);
+  std::vector<Frame> acks, data;
+  for (Frame& x : f) {
+    if (wire::load_be16(x.data() + wire::kUdpDstPort) != kRingPort) continue;
+    (x[43] == 2 ? acks : data).push_back(x);
+  }
+  REQUIRE(acks.size() == 2);
+  CHECK(std::memcmp(acks[0].data() + wire::kEthDst, plan.pooled->prev_mac.data(), 6) == 0);
+  CHECK(acks[0].size() == 66);
+  CHECK(wire::load_be16(acks[0].data() + 56) == 0);  // step
+  CHECK(wire::load_be32(acks[0].data() + 60) == 0);  // offset: none in an acknowledgement
+  REQUIRE(data.size() == 1);
+  CHECK(wire::load_be16(data[0].data() + 56) == 1);  // all-gather
+  CHECK(wire::load_be32(data[0].data() + 60) == 4);
+  CHECK(wire::load_le32(data[0].data() + 66) == test::f2u(113.0f));
+
+  // Malformed: the wrong sender, a step past the last, a wrong offset, a short frame.
+  RingFields bad = seg1;
+  bad.rank = 0;
+  CHECK(on(ring_frame(bad, plan.local_mac, plan.local_ip, m1, ip1)));
+  bad = seg1;
+  bad.step = 2;
+  CHECK(on(ring_frame(bad, plan.local_mac, plan.local_ip, m1, ip1)));
+  bad = seg1;
+  bad.offset = 5;
+  CHECK(on(ring_frame(bad, plan.local_mac, plan.local_ip, m1, ip1)));
+  Frame shortf = ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1);
+  shortf.resize(shortf.size() - 4);
+  CHECK(on(shortf));
+  CHECK(c.stats().pool.ring_malformed == 4);
+  // Another job's ring frame is not this core's.
+  bad = seg1;
+  bad.job = 2;
+  CHECK(!on(ring_frame(bad, plan.local_mac, plan.local_ip, m1, ip1)));
+
+  // The all-gather of segment 0 finishes group 1 on the ring.
+  RingFields seg0;
+  seg0.rank = 1;
+  seg0.group = 1;
+  seg0.step = 1;
+  seg0.values = {test::f2u(-1.0f), test::f2u(-2.0f), test::f2u(-3.0f), test::f2u(-4.0f)};
+  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(buf[8] == -1.0f);
+  CHECK(buf[11] == -4.0f);
+  PoolStats ps = c.stats().pool;
+  CHECK(ps.on_ring == 1);
+  CHECK(ps.released == 0);  // group 0 is not finished
+  CHECK(ps.denied == 1);
+  CHECK(ps.granted == 1);
+  CHECK(ps.answers_ignored == 1);
+  CHECK(ps.ring_duplicates == 1);
+  CHECK(c.status(id) == OpStatus::kPending);
+
+  // Group 0's results: the allreduce is done, and the release says 2.
+  auto result = [&](uint32_t seq) {
+    wire::Header h = test::contribution(1, 10, 0, seq, 4);
+    h.type = static_cast<uint8_t>(wire::PacketType::kResultDown);
+    std::vector<uint32_t> p(4);
+    for (uint32_t i = 0; i < 4; ++i) p[i] = test::f2u(static_cast<float>(1000 * (seq + 1) + i));
+    return test::make_frame(h, p);
+  };
+  CHECK(on(result(0)));
+  f = poll_all(c, 3000);
+  bool seq1 = false;
+  for (Frame& x : f) seq1 |= x[wire::kPanamaType] == 1 && wire::load_be32(x.data() + wire::kPanamaSeq) == 1;
+  CHECK(seq1);
+  CHECK(on(result(1)));
+  CHECK(c.status(id) == OpStatus::kDone);
+  CHECK(buf[0] == 1000.0f);
+  CHECK(buf[7] == 2003.0f);
+  f = poll_all(c, 4000);
+  uint32_t release = UINT32_MAX;
+  for (Frame& x : f) {
+    wire::Header h;
+    claim::Frame cf;
+    if (claim::parse_frame(x.data(), static_cast<uint32_t>(x.size()), kPort, h, cf) == claim::Class::kRelease)
+      release = cf.seq;
+  }
+  CHECK(release == 2);
+  ps = c.stats().pool;
+  CHECK(ps.released == 2);
+  CHECK(ps.in_network == 1);
+  CHECK(ps.releases_sent == 1);
+  // The step-1 frame still waits for its acknowledgement: the worker owes it.
+  CHECK(c.pending_ops() == 1);
+  RingFields ack1;
+  ack1.kind = 2;
+  ack1.elem_type = 0;
+  ack1.rank = 1;
+  ack1.group = 1;
+  ack1.step = 1;
+  CHECK(on(ring_frame(ack1, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.pending_ops() == 0);
+  // A late retransmission from rank 1 of a released group is acknowledged again.
+  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.pending_ops() == 1);
+  f = poll_all(c, 5000);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0][43] == 2);
+  CHECK(c.pending_ops() == 0);
 }

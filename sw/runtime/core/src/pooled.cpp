@@ -323,7 +323,7 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   const uint32_t j = received_segment(plan_.rank, step, n);
   const uint32_t lo = seg_lo(j, r.elems, n), hi = seg_lo(j + 1, r.elems, n);
   const uint32_t off = lo + piece * r.piece_elems;
-  if (step + 2 > 2 * n || piece >= pieces_of(hi - lo, r.piece_elems) || offset != off ||
+  if (step + 2 >= 2 * n || piece >= pieces_of(hi - lo, r.piece_elems) || offset != off ||
       count != std::min(r.piece_elems, hi - off)) {
     ++ps.ring_malformed;
     return;
