@@ -75,6 +75,7 @@ struct RigOptions {
   uint64_t jitter_ns = 0;            // > 0: frames overtake each other
   uint64_t start_spread_ns = 20000;  // workers issue their allreduces up to this late
   bool answer_claims = true;         // false: an engine without a pool (claims dropped)
+  uint32_t leaves = 0;               // > 0: two levels, this many leaf switches under the root
   // Drops a frame on its way to the switch (besides `loss`).
   std::function<bool(const Frame&, uint64_t now, uint16_t job, uint32_t rank)> drop_up;
 };
@@ -97,7 +98,7 @@ Plan pooled_plan(const JobSpec& j, uint32_t rank, const RigOptions& o) {
   for (uint32_t t = 0; t < j.trees; ++t) {
     TreePlan tp;
     tp.tree_id = static_cast<uint8_t>(10 + t);
-    tp.child_id = static_cast<uint16_t>((rank + t) % j.world);
+    tp.child_id = static_cast<uint16_t>(o.leaves ? rank / o.leaves : (rank + t) % j.world);
     tp.dst_mac = {0x02, 0, 0, 0, 0, 0xF0};
     tp.dst_ip = 0x0A0000F0u;
     tp.initial_cwnd_cap = 8;
@@ -142,41 +143,11 @@ class PoolRig {
   };
 
   PoolRig(uint64_t seed, std::vector<JobSpec> jobs, RigOptions o)
-      : jobs_(std::move(jobs)),
-        o_(std::move(o)),
-        seed_(seed),
-        rng_(seed),
-        eng_(std::make_unique<PoolEngine>()) {
-    std::vector<PooledEntry> entries;
-    for (const JobSpec& j : jobs_) {
-      for (uint32_t t = 0; t < j.trees; ++t) {
-        const uint32_t e = static_cast<uint32_t>(entries.size());
-        PooledEntry pe;
-        pe.job = j.job;
-        pe.tree = static_cast<uint8_t>(10 + t);
-        pe.group_size = j.group_size;
-        pe.claim_cap = j.claim_cap;
-        pe.children = j.world;
-        pe.root = true;
-        entries.push_back(pe);
-        TableEntry te;
-        te.job = j.job;
-        te.tree = pe.tree;
-        te.root = true;
-        te.fan_in = j.world;
-        te.child_mask = (uint64_t{1} << j.world) - 1;
-        te.slot_base = e * kShare;
-        te.slot_count = kShare;
-        te.udp_src = te.udp_dst = kPort;
-        REQUIRE(commit_entry(*eng_, e, te) == regmap::kStatusOk);
-      }
-    }
-    REQUIRE(entries.size() * kShare <= PoolEngine::kPacketSlots);
-    pool_ = std::make_unique<ClaimPool>(PoolConfig{0, o_.pool_slots, o_.lease_ns}, entries);
-    next_base_.assign(entries.size(), 0);
-    back_.resize(entries.size());
+      : jobs_(std::move(jobs)), o_(std::move(o)), seed_(seed), rng_(seed) {
+    // Worker indices first: the switches' children refer to them.
     for (size_t ji = 0; ji < jobs_.size(); ++ji) {
       const JobSpec& j = jobs_[ji];
+      REQUIRE(j.world >= std::max<uint32_t>(1, o_.leaves));
       for (uint32_t r = 0; r < j.world; ++r) {
         Worker w;
         w.job = ji;
@@ -186,11 +157,71 @@ class PoolRig {
         const size_t wi = workers_.size();
         mac_to_worker_[worker_mac(j.job, r)] = wi;
         workers_.push_back(std::move(w));
-        Worker& ww = workers_.back();
-        ww.core->set_group_observer([this, wi](uint8_t tree, uint32_t group, bool on_ring) {
+        workers_.back().core->set_group_observer([this, wi](uint8_t tree, uint32_t group, bool on_ring) {
           workers_[wi].finished[{tree, group}].push_back(on_ring);
         });
       }
+    }
+    // Switch 0 is the root; with leaves, switches 1..K are the leaves and
+    // rank r sits at leaf 1 + r mod K with child id r div K.
+    const uint32_t k = o_.leaves;
+    switches_.resize(1 + k);
+    for (uint32_t si = 0; si <= k; ++si) {
+      Switch& sw = switches_[si];
+      sw.root = si == 0;
+      sw.up_child = static_cast<uint16_t>(si - 1);
+      sw.eng = std::make_unique<PoolEngine>();
+      std::vector<PooledEntry> entries;
+      for (size_t ji = 0; ji < jobs_.size(); ++ji) {
+        const JobSpec& j = jobs_[ji];
+        // This switch's children for job j: destinations by child id.
+        std::vector<int> dest;
+        for (size_t wi = 0; wi < workers_.size(); ++wi) {
+          if (workers_[wi].job != ji) continue;
+          const uint32_t r = workers_[wi].rank;
+          if (k == 0 && si == 0) {
+            dest.resize(j.world);
+            dest[r] = static_cast<int>(wi);  // one level: child id (rank + t) mod world, set per tree below
+          } else if (si > 0 && 1 + r % k == si) {
+            dest.resize(std::max<size_t>(dest.size(), r / k + 1));
+            dest[r / k] = static_cast<int>(wi);
+          }
+        }
+        if (k > 0 && si == 0) {
+          for (uint32_t l = 0; l < k; ++l) dest.push_back(-2 - static_cast<int>(l));  // leaf l + 1
+        }
+        for (uint32_t t = 0; t < j.trees; ++t) {
+          const uint32_t e = static_cast<uint32_t>(entries.size());
+          std::vector<int> by_child = dest;
+          if (k == 0) {  // one level: worker rank r has child id (r + t) mod world
+            for (uint32_t r = 0; r < j.world; ++r) by_child[(r + t) % j.world] = dest[r];
+          }
+          PooledEntry pe;
+          pe.job = j.job;
+          pe.tree = static_cast<uint8_t>(10 + t);
+          pe.group_size = j.group_size;
+          pe.claim_cap = j.claim_cap;
+          pe.children = static_cast<uint32_t>(by_child.size());
+          pe.root = sw.root;
+          entries.push_back(pe);
+          sw.children.push_back(by_child);
+          TableEntry te;
+          te.job = j.job;
+          te.tree = pe.tree;
+          te.root = sw.root;
+          te.fan_in = pe.children;
+          te.child_mask = (uint64_t{1} << pe.children) - 1;
+          te.slot_base = e * kShare;
+          te.slot_count = kShare;
+          te.out_child_id = sw.up_child;
+          te.udp_src = te.udp_dst = kPort;
+          REQUIRE(commit_entry(*sw.eng, e, te) == regmap::kStatusOk);
+        }
+      }
+      REQUIRE(entries.size() * kShare <= PoolEngine::kPacketSlots);
+      sw.pool = std::make_unique<ClaimPool>(PoolConfig{0, o_.pool_slots, o_.lease_ns}, entries);
+      sw.next_base.assign(entries.size(), 0);
+      sw.back.resize(entries.size());
     }
   }
 
@@ -205,13 +236,16 @@ class PoolRig {
         Ev ev = q_.top();
         q_.pop();
         if (ev.to < 0) {
-          to_switch(ev.frame, ev.from);
+          to_switch(static_cast<size_t>(-ev.to - 1), ev.frame);
         } else {
           workers_[static_cast<size_t>(ev.to)].core->on_frame(ev.frame.data(),
                                                               static_cast<uint32_t>(ev.frame.size()), now_);
         }
       }
-      expiries_ += pool_->advance(now_).size();
+      for (Switch& sw : switches_) {
+        const size_t n = sw.pool->advance(now_).size();
+        if (sw.root) expiries_ += n;
+      }
       std::vector<size_t> order(workers_.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::shuffle(order.begin(), order.end(), rng_);
@@ -284,12 +318,28 @@ class PoolRig {
           cluster::reference_sum(want.data(), n, ds, static_cast<uint32_t>(k), j.world);
           CHECK(std::memcmp(want.data(), w.bufs[k].data(), 4 * n) == 0);
         } else {
+          // One rounding on the ring and at a one-level root; in a two-level
+          // tree each leaf rounds its partial too (docs/protocol.md §7).
+          const std::vector<uint32_t> base = tree_bases(j, k);
           size_t bad = 0;
           for (size_t i = 0; i < n; ++i) {
             double sum = 0;
             for (uint32_t r = 0; r < j.world; ++r)
               sum += cluster::exact_value16(cluster::stream_base(ds, static_cast<uint32_t>(k), r), i, t);
-            const uint16_t want = cluster::round16(sum, t);
+            uint16_t want = cluster::round16(sum, t);
+            const size_t c = i / o_.elems;
+            const uint32_t tree = static_cast<uint32_t>(c % j.trees);
+            const uint32_t group = static_cast<uint32_t>((base[tree] + c / j.trees) / j.group_size);
+            if (o_.leaves > 0 && !w.finished.at({static_cast<uint8_t>(10 + tree), group}).at(0)) {
+              double two = 0;
+              for (uint32_t l = 0; l < o_.leaves; ++l) {
+                double leaf = 0;
+                for (uint32_t r = l; r < j.world; r += o_.leaves)
+                  leaf += cluster::exact_value16(cluster::stream_base(ds, static_cast<uint32_t>(k), r), i, t);
+                two += cluster::value16(cluster::round16(leaf, t), t);
+              }
+              want = cluster::round16(two, t);
+            }
             uint16_t got;
             std::memcpy(&got, w.bufs[k].data() + 2 * i, 2);
             bad += got != want;
@@ -309,6 +359,20 @@ class PoolRig {
       CHECK(st.pool.groups == groups_of(j));
       CHECK(st.pool.in_network + st.pool.on_ring == groups_of(j));
     }
+  }
+
+  // The first sequence of allreduce k on each tree: every allreduce starts
+  // at a group boundary.
+  std::vector<uint32_t> tree_bases(const JobSpec& j, size_t k) const {
+    std::vector<uint32_t> base(j.trees, 0);
+    for (size_t q = 0; q < k; ++q) {
+      const size_t chunks = (j.sizes[q] + o_.elems - 1) / o_.elems;
+      for (uint32_t t = 0; t < j.trees && t < chunks; ++t) {
+        const size_t c = (chunks - t + j.trees - 1) / j.trees;
+        base[t] = static_cast<uint32_t>((base[t] + c + j.group_size - 1) / j.group_size * j.group_size);
+      }
+    }
+    return base;
   }
 
   // Groups of a job: per allreduce and tree, ceil(chunks on the tree / G).
@@ -344,7 +408,7 @@ class PoolRig {
   }
 
   std::vector<Worker>& workers() { return workers_; }
-  ClaimPool& pool() { return *pool_; }
+  ClaimPool& pool() { return *switches_[0].pool; }  // the root's
   uint64_t now() const { return now_; }
   uint64_t ring_frames = 0, contributions = 0, claims = 0, expiries_ = 0;
   std::map<std::tuple<uint16_t, uint8_t, uint32_t>, std::vector<claim::Answer>>
@@ -413,97 +477,140 @@ class PoolRig {
       return;
     }
     if (o_.drop_up && o_.drop_up(f, now_, j.job, w.rank)) return;
-    send(-1, wi, f);
+    send(o_.leaves == 0 ? -1 : -2 - static_cast<int>(w.rank % o_.leaves), wi, f);
   }
 
-  uint32_t entry_of(uint16_t job, uint8_t tree) {
-    const int e = pool_->find_entry(job, tree);
+  struct Switch {
+    bool root = true;
+    uint16_t up_child = 0;  // a leaf's child id at the root
+    std::unique_ptr<PoolEngine> eng;
+    std::unique_ptr<ClaimPool> pool;
+    std::vector<std::vector<int>> children;  // per entry: destination of each child id
+    // The granted groups' sequences in each entry's share, and back.
+    std::vector<uint32_t> next_base;
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> base;
+    std::vector<std::map<uint32_t, uint32_t>> back;
+  };
+
+  uint32_t entry_of(const Switch& sw, uint16_t job, uint8_t tree) {
+    const int e = sw.pool->find_entry(job, tree);
     REQUIRE(e >= 0);
     return static_cast<uint32_t>(e);
   }
 
-  // A frame from the switch to worker wi (its child id at the tree filled in for claim-results).
-  void down(size_t wi, const Frame& f) { send(static_cast<int>(wi), 0, f); }
-
-  void claim_result(size_t wi, uint16_t job, uint8_t tree, uint32_t group, claim::Answer a, claim::Reason r) {
-    const Worker& w = workers_[wi];
-    const JobSpec& j = jobs_[w.job];
+  void claim_result(int to, uint16_t job, uint8_t tree, uint16_t child, uint32_t group, claim::Answer a,
+                    claim::Reason r) {
     wire::Header addr{};
-    const MacAddress mac = worker_mac(job, w.rank);
-    std::memcpy(addr.eth_dst, mac.data(), 6);
     addr.ttl = 64;
-    addr.ip_src = 0x0A0000F0u;
-    addr.ip_dst = worker_ip(job, w.rank);
     addr.udp_src = addr.udp_dst = kPort;
     Frame f(claim::kFrameBytes);
-    const uint16_t child = static_cast<uint16_t>((w.rank + (tree - 10u)) % j.world);
     REQUIRE(claim::build_claim_result(f.data(), claim::kFrameBytes, addr, job, tree, child, group, a, r) ==
             claim::kFrameBytes);
-    down(wi, f);
+    send(to, 0, f);
   }
 
-  void multicast_answer(uint16_t job, uint8_t tree, uint32_t group, claim::Answer a, claim::Reason r) {
-    for (size_t wi = 0; wi < workers_.size(); ++wi) {
-      if (jobs_[workers_[wi].job].job == job) claim_result(wi, job, tree, group, a, r);
+  // To every child of the entry (a claim-result with each child's id).
+  void down_all(const Switch& sw, uint32_t e, const Frame& f) {
+    const std::vector<int>& ch = sw.children[e];
+    for (size_t c = 0; c < ch.size(); ++c) {
+      Frame g = f;
+      wire::store_be16(g.data() + wire::kPanamaChildId, static_cast<uint16_t>(c));
+      if (g.size() == claim::kFrameBytes) {
+        wire::store_be16(g.data() + wire::kIpChecksum, 0);
+        wire::store_be16(g.data() + wire::kIpChecksum,
+                         wire::ipv4_header_checksum(g.data() + wire::kIpOffset));
+      }
+      send(ch[c], 0, g);
     }
   }
 
-  void to_switch(const Frame& f, size_t from) {
+  void to_switch(size_t si, const Frame& f) {
+    Switch& sw = switches_[si];
     wire::Header h{};
     claim::Frame cf;
     const claim::Class c = claim::parse_frame(f.data(), static_cast<uint32_t>(f.size()), kPort, h, cf);
     if (c == claim::Class::kClaim) {
-      ++claims;
+      if (sw.root) ++claims;
       if (!o_.answer_claims) return;
-      const uint32_t e = entry_of(cf.job_id, cf.tree_id);
-      const auto step = pool_->on_claim(e, cf.child_id, cf.seq, cf.denied_below, now_);
+      const uint32_t e = entry_of(sw, cf.job_id, cf.tree_id);
+      const auto step = sw.pool->on_claim(e, cf.child_id, cf.seq, cf.denied_below, now_);
       if (step.action == ClaimAction::kAnswer) {
         answers[{cf.job_id, cf.tree_id, cf.seq}].push_back(step.answer);
-        multicast_answer(cf.job_id, cf.tree_id, cf.seq, step.answer, step.reason);
+        Frame r(claim::kFrameBytes);
+        wire::Header addr{};
+        addr.ttl = 64;
+        addr.udp_src = addr.udp_dst = kPort;
+        REQUIRE(claim::build_claim_result(r.data(), claim::kFrameBytes, addr, cf.job_id, cf.tree_id, 0,
+                                          cf.seq, step.answer, step.reason) == claim::kFrameBytes);
+        down_all(sw, e, r);
+      } else if (step.action == ClaimAction::kPassUp) {
+        Frame up(claim::kFrameBytes);
+        REQUIRE(claim::build_claim(up.data(), claim::kFrameBytes, h, cf.job_id, cf.tree_id, sw.up_child,
+                                   cf.seq, step.denied_below) == claim::kFrameBytes);
+        send(-1, 0, up);
       }
       return;
     }
+    if (c == claim::Class::kClaimResult) {  // at a leaf, from the root
+      const uint32_t e = entry_of(sw, cf.job_id, cf.tree_id);
+      sw.pool->on_claim_result(e, cf.seq, cf.answer);
+      down_all(sw, e, f);
+      return;
+    }
     if (c == claim::Class::kRelease) {
-      pool_->on_release(entry_of(cf.job_id, cf.tree_id), cf.child_id, cf.seq);
+      const auto rs = sw.pool->on_release(entry_of(sw, cf.job_id, cf.tree_id), cf.child_id, cf.seq);
+      if (!sw.root && rs.released > 0) {  // passed up again with every release from below
+        Frame up(claim::kFrameBytes);
+        REQUIRE(claim::build_release(up.data(), claim::kFrameBytes, h, cf.job_id, cf.tree_id, sw.up_child,
+                                     rs.released) == claim::kFrameBytes);
+        send(-1, 0, up);
+      }
       return;
     }
     REQUIRE(c == claim::Class::kNotClaim);
-    REQUIRE(wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), kPort, h) ==
-            wire::FrameClass::kOk);
-    ++contributions;
-    const uint32_t e = entry_of(h.job_id, h.tree_id);
-    const pswitch::SlotLookup lk = pool_->lookup(e, h.seq);
+    const wire::FrameClass fc = wire::classify_frame(f.data(), static_cast<uint32_t>(f.size()), kPort, h);
+    const uint32_t e = entry_of(sw, h.job_id, h.tree_id);
+    if (fc == wire::FrameClass::kResultDown) {  // at a leaf, from the root
+      down_all(sw, e, f);
+      return;
+    }
+    REQUIRE(fc == wire::FrameClass::kOk);
+    if (sw.root) ++contributions;
+    const pswitch::SlotLookup lk = sw.pool->lookup(e, h.seq);
     if (lk.drop == PoolDrop::kNoClaim && lk.has_answer) {
-      claim_result(from, h.job_id, h.tree_id, lk.group, lk.answer, lk.reason);
+      claim_result(sw.children[e].at(h.child_id), h.job_id, h.tree_id, h.child_id, lk.group, lk.answer,
+                   lk.reason);
       return;
     }
     if (lk.drop != PoolDrop::kNone) return;
     // The group's sequences in the entry's share.
-    const uint32_t g_size = pool_->entry(e).group_size;
-    auto b = base_.find({e, lk.group});
-    if (b == base_.end()) {
-      b = base_.emplace(std::make_pair(e, lk.group), next_base_[e]).first;
-      next_base_[e] += g_size;
-      REQUIRE(next_base_[e] <= kShare);
+    const uint32_t g_size = sw.pool->entry(e).group_size;
+    auto b = sw.base.find({e, lk.group});
+    if (b == sw.base.end()) {
+      b = sw.base.emplace(std::make_pair(e, lk.group), sw.next_base[e]).first;
+      sw.next_base[e] += g_size;
+      REQUIRE(sw.next_base[e] <= kShare);
     }
     const uint32_t eseq = b->second + (h.seq - lk.group * g_size);
-    back_[e][eseq] = h.seq;
+    sw.back[e][eseq] = h.seq;
     Frame g = f;
     wire::store_be32(g.data() + wire::kPanamaSeq, eseq);
     std::vector<Frame> emitted;
     auto sink = [&](const uint8_t* p, uint32_t len) { emitted.emplace_back(p, p + len); };
     EmitFn<decltype(sink)> target(sink);
-    const EngineOutcome out = eng_->process_frame(g.data(), static_cast<uint32_t>(g.size()), target);
+    const EngineOutcome out = sw.eng->process_frame(g.data(), static_cast<uint32_t>(g.size()), target);
     if (out.action == EngineAction::kAggregated || out.action == EngineAction::kEmitted) {
-      pool_->renew(e, h.seq, now_);  // a contribution the engine counted
+      sw.pool->renew(e, h.seq, now_);  // a contribution the engine counted
     }
     for (Frame& r : emitted) {
-      const uint32_t s = back_[e].at(wire::load_be32(r.data() + wire::kPanamaSeq));
+      const uint32_t s = sw.back[e].at(wire::load_be32(r.data() + wire::kPanamaSeq));
       wire::store_be32(r.data() + wire::kPanamaSeq, s);
-      pool_->on_emitted(e, s);
-      emitted_.insert({h.job_id, h.tree_id, s / g_size});
-      for (size_t wi = 0; wi < workers_.size(); ++wi) {
-        if (jobs_[workers_[wi].job].job == h.job_id) down(wi, r);
+      sw.pool->on_emitted(e, s);
+      if (sw.root) {
+        emitted_.insert({h.job_id, h.tree_id, s / g_size});
+        down_all(sw, e, r);
+      } else {
+        send(-1, 0, r);  // the leaf's partial, up to the root
       }
     }
   }
@@ -512,11 +619,7 @@ class PoolRig {
   RigOptions o_;
   uint64_t seed_;
   std::mt19937_64 rng_;
-  std::unique_ptr<PoolEngine> eng_;
-  std::unique_ptr<ClaimPool> pool_;
-  std::vector<uint32_t> next_base_;
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> base_;
-  std::vector<std::map<uint32_t, uint32_t>> back_;
+  std::vector<Switch> switches_;
   std::set<std::tuple<uint16_t, uint8_t, uint32_t>> emitted_;
   std::map<MacAddress, size_t> mac_to_worker_;
   std::vector<Worker> workers_;
@@ -554,6 +657,33 @@ TEST_CASE("pooled: every group granted: exact sums in the network, no ring frame
   // Every release arrived: the pool is empty again.
   CHECK(rig.pool().counters().slots_held == 0);
   CHECK(rig.pool().released(0) + rig.pool().released(1) == rig.groups_of(j));
+}
+
+TEST_CASE("pooled: two levels: claims gathered at the leaves, granted and denied groups exact") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  for (uint32_t slots : {64u, 12u, 3u}) {
+    INFO("pool slots " << slots);
+    JobSpec j;
+    j.world = 5;
+    j.trees = 2;
+    j.group_size = 4;
+    j.sizes = {300, 45, 600};
+    j.types = {wire::ElemType::kFloat32, wire::ElemType::kFloat16, wire::ElemType::kBfloat16};
+    RigOptions o;
+    o.leaves = 2;
+    o.pool_slots = slots;  // per switch
+    PoolRig rig(seed, {j}, o);
+    REQUIRE(rig.run());
+    rig.check();
+    const PoolStats s = rig.job_stats(0);
+    if (slots == 64) {
+      CHECK(s.on_ring == 0);
+      CHECK(rig.pool().counters().slots_held == 0);
+    }
+    if (slots == 3) CHECK(s.in_network == 0);
+    if (slots == 12) CHECK(s.in_network + s.on_ring == rig.groups_of(j) * j.world);
+  }
 }
 
 TEST_CASE("pooled: a pool too small for a group: every group on the ring, exact and identical bits") {
@@ -737,10 +867,13 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     o.jitter_ns = pick(0, 1) ? 0 : uint64_t{pick(1, 20)} * 1000;
     o.ring_window = pick(1, 16);
     o.start_spread_ns = uint64_t{pick(0, 3000)} * 1000;
+    uint32_t min_world = 4;
+    for (const JobSpec& j : jobs) min_world = std::min(min_world, j.world);
+    o.leaves = pick(0, 2) == 0 ? pick(2, min_world) : 0;
     INFO("seed " << seed << " (PANAMA_TEST_SEED=" << base << ", run " << run << "): jobs " << njobs
                  << ", elems " << o.elems << ", pool " << o.pool_slots << ", lease " << o.lease_ns
                  << " ns, loss " << o.loss << ", dup " << o.dup << ", jitter " << o.jitter_ns
-                 << ", ring window " << o.ring_window);
+                 << ", ring window " << o.ring_window << ", leaves " << o.leaves);
     PoolRig rig(seed, jobs, o);
     const bool finished = rig.run();
     if (!finished) std::cerr << "stuck: seed " << seed << " at " << rig.now() << " ns\n";
