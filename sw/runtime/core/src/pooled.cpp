@@ -664,7 +664,9 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
     ring_data(t, group, step, piece, offset, count, frame + kRPayload);
     return true;
   }
-  // Claim-results from the root.
+  // Claim-results from the root (a look at the type byte first: result
+  // frames, the common case, are classified once, by on_frame).
+  if (len <= wire::kPanamaType || !claim::is_claim_type(frame[wire::kPanamaType])) return false;
   wire::Header h;
   claim::Frame f;
   const claim::Class c = claim::parse_frame(frame, len, plan_.udp_port, h, f);

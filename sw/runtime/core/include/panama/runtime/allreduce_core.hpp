@@ -37,6 +37,14 @@
 //    contributions already answered are replayed from kept copies (bytes and
 //    type). A backup that dies fails the job after the retry budget, as a
 //    tree without backup does.
+//  - Pooled mode (a plan with `pooled`; docs/runtime.md, "Pooled mode"):
+//    each tree's sequences form groups of G; a worker claims each group
+//    before its chunks (claim frames, include/panama/claim.hpp), sends the
+//    chunks of granted groups to the engines and reduces denied groups with
+//    a ring over the job's ranks (ring frames to the next rank,
+//    acknowledgements to the previous one), and reports finished groups in
+//    cumulative releases. The ring runs inside this class, so every harness
+//    gets it.
 //
 // Not thread-safe: one thread (or a lock held by the caller) at a time.
 #pragma once
@@ -314,7 +322,8 @@ class AllreduceCore {
   const std::string& failure() const { return fail_reason_; }
 
   // A received frame. Returns true when it was a result-down frame of this
-  // job (consumed, whatever its fate); false for anything else.
+  // job or, in pooled mode, a claim frame or ring frame of this job
+  // (consumed, whatever its fate); false for anything else.
   bool on_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns);
 
   // Sends what the windows allow and what timed out; at most `max_frames`
