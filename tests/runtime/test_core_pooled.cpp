@@ -403,6 +403,7 @@ class PoolRig {
       s.ring_bytes_sent += p.ring_bytes_sent;
       s.releases_sent += p.releases_sent;
       s.claims_sent += p.claims_sent;
+      s.claimed += p.claimed;
     }
     return s;
   }
@@ -649,6 +650,7 @@ TEST_CASE("pooled: every group granted: exact sums in the network, no ring frame
   const size_t groups = rig.groups_of(j) * j.world;
   CHECK(s.in_network == groups);
   CHECK(s.granted == groups);
+  CHECK(s.claimed == groups);
   CHECK(s.on_ring == 0);
   CHECK(s.denied == 0);
   CHECK(s.ring_frames_sent == 0);

@@ -184,3 +184,32 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
   CHECK_THAT(bad("\"initial_cwnd_cap\": 4", "\"initial_cwnd_cap\": 4, \"backup_for\": 0"),
              Catch::Contains("trees[1].backup_for: a pooled job has no backup trees"));
 }
+
+TEST_CASE("plan: a pooled plan built in code is checked too") {
+  Plan p = parse_plan(kMinimal);
+  p.pooled = PooledPlan{};
+  p.pooled->group_size = 4;
+  p.pooled->prev_ip = 1;
+  auto error = [](const Plan& q) -> std::string {
+    try {
+      validate_plan(q);
+    } catch (const PlanError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  };
+  CHECK_THAT(error(p), Catch::Equals("pooled.next_ip: required (the ring neighbours' addresses)"));
+  p.pooled->next_ip = 2;
+  CHECK(error(p) == "<no error>");
+  p.pooled->group_size = 0;
+  CHECK_THAT(error(p), Catch::Equals("pooled.group_size: out of range [1, 512]"));
+  p.pooled->group_size = 4;
+  p.pooled->ring_port = p.udp_port;
+  CHECK_THAT(error(p), Catch::StartsWith("pooled.ring_port: must differ from udp_port"));
+  // A single worker is its own ring neighbour: no addresses needed.
+  p.pooled->ring_port = 0;
+  p.world_size = 1;
+  p.rank = 0;
+  p.pooled->next_ip = p.pooled->prev_ip = 0;
+  CHECK(error(p) == "<no error>");
+}

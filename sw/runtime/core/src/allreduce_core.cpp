@@ -821,6 +821,7 @@ CommStats AllreduceCore::stats() const {
     const PoolStats& p = ts.pool;
     PoolStats& q = s.pool;
     q.groups += p.groups;
+    q.claimed += p.claimed;
     q.claims_sent += p.claims_sent;
     q.claim_timeouts += p.claim_timeouts;
     q.granted += p.granted;

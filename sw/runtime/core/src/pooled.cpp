@@ -508,6 +508,7 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
       if (!write_claim(t, kv.first, out)) return false;
       --budget;
       g.state = Group::State::kClaiming;
+      ++t.st.pool.claimed;
       g.claim_sent_ns = now_ns;
       g.claim_rto_ns = t.rto_ns;
       g.claim_deadline_ns = now_ns + g.claim_rto_ns;

@@ -171,6 +171,7 @@ enum class OpStatus { kPending, kDone, kFailed };
 // the trees in CommStats.
 struct PoolStats {
   uint64_t groups = 0;                   // groups issued
+  uint64_t claimed = 0;                  // groups whose claim was sent
   uint64_t claims_sent = 0;              // claim frames (first, repeated after an RTO, with retransmissions)
   uint64_t claim_timeouts = 0;           // claims sent again because no answer came within the RTO
   uint64_t granted = 0, denied = 0;      // the first answer heard for a group
