@@ -6,6 +6,7 @@
 // job's ranks (reduce-scatter, then all-gather) with acknowledged,
 // retransmitted ring frames.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -303,6 +304,24 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
     return;
   }
   Group& g = it->second;
+  // The segment, piece, offset and count the step implies, checked before
+  // the frame changes anything.
+  const uint32_t n = plan_.world_size;
+  const size_t p = plan_.elems_per_packet;
+  uint32_t elems = 0;
+  for (uint32_t c = 0; c < g.nseq; ++c) {
+    const size_t k = g.first_chunk + g.stride * c;
+    elems += static_cast<uint32_t>(std::min(g.op->count, (k + 1) * p) - k * p);
+  }
+  const uint32_t pe = std::min<uint32_t>(plan_.elems_per_packet, kRingMaxPiece);
+  const uint32_t j = received_segment(plan_.rank, step, n);
+  const uint32_t lo = seg_lo(j, elems, n), hi = seg_lo(j + 1, elems, n);
+  const uint32_t off = lo + piece * pe;
+  if (step + 2 >= 2 * n || piece >= pieces_of(hi - lo, pe) || offset != off ||
+      count != std::min(pe, hi - off)) {
+    ++ps.ring_malformed;
+    return;
+  }
   if (!g.on_ring) {
     if (g.state == Group::State::kDone || g.results > 0) {
       ++ps.ring_malformed;  // finished or answered in the network here: not from a rank that follows the
@@ -319,15 +338,6 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
     return;
   }
   RingGroup& r = *g.ring;
-  const uint32_t n = plan_.world_size;
-  const uint32_t j = received_segment(plan_.rank, step, n);
-  const uint32_t lo = seg_lo(j, r.elems, n), hi = seg_lo(j + 1, r.elems, n);
-  const uint32_t off = lo + piece * r.piece_elems;
-  if (step + 2 >= 2 * n || piece >= pieces_of(hi - lo, r.piece_elems) || offset != off ||
-      count != std::min(r.piece_elems, hi - off)) {
-    ++ps.ring_malformed;
-    return;
-  }
   uint8_t& got = r.got[size_t{step} * r.max_pieces + piece];
   ring_acks_.push_back(key);
   if (got) {
@@ -465,7 +475,7 @@ bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) 
     RingOut& o = it->second;
     o.sent = true;
     o.sent_ns = now_ns;
-    o.rto_ns = trees_[k.tree]->rto_ns;
+    o.rto_ns = ring_have_rtt_ ? ring_rto_ns_ : trees_[k.tree]->rto_ns;  // the tree's before a ring sample
     o.deadline_ns = now_ns + o.rto_ns;
     ++ring_in_flight_;
     ring_unsent_.pop_front();
@@ -647,6 +657,22 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
       }
       auto it = ring_out_.find(RingKey{static_cast<uint8_t>(ti), group, step, piece});
       if (it != ring_out_.end() && it->second.sent) {
+        const RingOut& o = it->second;
+        if (o.retries == 0 && now_ns >= o.sent_ns) {  // Karn: frames sent once
+          const double r = static_cast<double>(now_ns - o.sent_ns);
+          if (!ring_have_rtt_) {
+            ring_srtt_ns_ = r;
+            ring_rttvar_ns_ = r / 2;
+            ring_have_rtt_ = true;
+          } else {
+            ring_rttvar_ns_ = 0.75 * ring_rttvar_ns_ + 0.25 * std::fabs(ring_srtt_ns_ - r);
+            ring_srtt_ns_ = 0.875 * ring_srtt_ns_ + 0.125 * r;
+          }
+          const CongestionParams& c = plan_.congestion;
+          const double rto = ring_srtt_ns_ + std::max(1000.0, 4 * ring_rttvar_ns_);
+          ring_rto_ns_ = static_cast<uint64_t>(
+              std::min(std::max(rto, c.rto_min_us * 1000.0), static_cast<double>(c.rto_max_us) * 1000.0));
+        }
         ring_out_.erase(it);
         --ring_in_flight_;
         ++t.st.pool.ring_acks_received;

@@ -435,6 +435,11 @@ class AllreduceCore {
   uint32_t ring_in_flight_ = 0;
   std::deque<RingKey> ring_acks_;
   uint64_t last_ring_ack_ns_ = 0;
+  // The ring's round trip (RFC 6298 from acknowledgements of frames sent
+  // once): its RTO times ring frames out once a sample exists.
+  bool ring_have_rtt_ = false;
+  double ring_srtt_ns_ = 0, ring_rttvar_ns_ = 0;
+  uint64_t ring_rto_ns_ = 0;
   uint16_t ring_port_ = 0;
   uint64_t ring_unknown_tree_ = 0;  // ring frames of this job naming a tree it does not have
 };
