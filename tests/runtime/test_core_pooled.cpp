@@ -76,6 +76,7 @@ struct RigOptions {
   uint64_t start_spread_ns = 20000;  // workers issue their allreduces up to this late
   bool answer_claims = true;         // false: an engine without a pool (claims dropped)
   uint32_t leaves = 0;               // > 0: two levels, this many leaf switches under the root
+  int drop_ring_to = -1;             // >= 0: ring frames to this rank (of every job) are lost
   // Drops a frame on its way to the switch (besides `loss`).
   std::function<bool(const Frame&, uint64_t now, uint16_t job, uint32_t rank)> drop_up;
 };
@@ -474,6 +475,7 @@ class PoolRig {
       std::memcpy(dst.data(), f.data() + wire::kEthDst, 6);
       auto it = mac_to_worker_.find(dst);
       REQUIRE(it != mac_to_worker_.end());
+      if (o_.drop_ring_to >= 0 && workers_[it->second].rank == static_cast<uint32_t>(o_.drop_ring_to)) return;
       send(static_cast<int>(it->second), wi, f);
       return;
     }
@@ -832,6 +834,36 @@ TEST_CASE("pooled: claims that get no answer fail the job after the retry budget
   }
   CHECK(rig.contributions == 0);  // no chunk of an unanswered group was sent
   CHECK(rig.claims >= 8);
+}
+
+TEST_CASE("pooled: ring frames that are never acknowledged fail the job after the retry budget") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec j;
+  j.world = 3;
+  j.sizes = {64};
+  RigOptions o;
+  o.pool_slots = 0;  // every group on the ring
+  o.retry_budget = 3;
+  o.drop_ring_to = 1;  // rank 1 hears nothing from rank 0
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  auto& w0 = rig.workers()[0];
+  REQUIRE(w0.core->failed());
+  CHECK_THAT(w0.core->op_error(w0.ops[0]), Catch::Contains("job 1 tree 10: ring frame of group 0") &&
+                                               Catch::Contains("to rank 1 got no acknowledgement after") &&
+                                               Catch::Contains("retransmissions (retry_budget)"));
+  CHECK(w0.core->stats().pool.ring_retransmissions >= 3);
+  CHECK(w0.core->status(w0.ops[0]) == OpStatus::kFailed);
+  // The ranks after it hear nothing from their previous rank, and fail too.
+  for (uint32_t r = 1; r < 3; ++r) {
+    auto& w = rig.workers()[r];
+    REQUIRE(w.core->failed());
+    CHECK_THAT(w.core->op_error(w.ops[0]),
+               Catch::Contains("job 1 tree 10: the ring of group 0 got nothing from rank " +
+                               std::to_string(r - 1)) &&
+                   Catch::Contains("(retry_budget x rto_max_us); the job cannot finish"));
+  }
 }
 
 TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact, never stuck") {

@@ -106,6 +106,7 @@ struct AllreduceCore::RingGroup {
   std::vector<uint8_t> got;   // [step * max_pieces + piece]: received
   uint32_t max_pieces = 0;
   uint32_t final_pieces = 0, total_pieces = 0;  // pieces whose result is in the buffer, of all
+  uint64_t last_ns = 0;  // when the group went to the ring, or its latest new piece arrived
 };
 
 // A ring data frame of this rank, kept until acknowledged.

@@ -188,7 +188,7 @@ void AllreduceCore::on_claim_result(Tree& t, uint32_t group, bool granted, uint6
 
 // ------------------------------------------------------------------- ring
 
-void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t /*now_ns*/) {
+void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t now_ns) {
   g.on_ring = true;
   g.state = Group::State::kRing;
   g.claim_due = false;
@@ -207,6 +207,7 @@ void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t /*now_ns*/) {
   const size_t p = plan_.elems_per_packet;
   auto rg = std::make_unique<RingGroup>();
   rg->elem_type = op.elem_type;
+  rg->last_ns = now_ns;
   for (uint32_t c = 0; c < g.nseq; ++c) {
     const size_t k = g.first_chunk + g.stride * c;
     const uint32_t n = static_cast<uint32_t>(std::min(op.count, (k + 1) * p) - k * p);
@@ -289,7 +290,7 @@ void AllreduceCore::ring_final(Tree& t, Group& g, uint32_t offset, const uint32_
 }
 
 void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset,
-                              uint32_t count, const uint8_t* payload) {
+                              uint32_t count, const uint8_t* payload, uint64_t now_ns) {
   PoolStats& ps = t.st.pool;
   const RingKey key{static_cast<uint8_t>(t.index), group, static_cast<uint16_t>(step),
                     static_cast<uint16_t>(piece)};
@@ -330,7 +331,7 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
     }
     // The previous rank heard denied: the root's one answer (rule 4).
     ++ps.denied_by_peer;
-    to_ring(t, g, 0);
+    to_ring(t, g, now_ns);
   }
   if (g.state == Group::State::kDone) {
     ++ps.ring_duplicates;
@@ -345,6 +346,7 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
     return;
   }
   got = 1;
+  r.last_ns = now_ns;
   std::vector<uint32_t> v(count);
   for (uint32_t i = 0; i < count; ++i) v[i] = wire::load_le32(payload + 4 * i);
   if (step + 2 <= n) {  // reduce-scatter: add this rank's contribution
@@ -528,6 +530,17 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
     }
     if (g.state == Group::State::kDone) continue;
     ++open;
+    // A ring group that hears nothing from the previous rank: as a chunk
+    // whose tree answers nothing, it fails the job after the patience.
+    if (g.state == Group::State::kRing && now_ns - g.ring->last_ns >= patience &&
+        now_ns >= defer_failure_until_ns_) {
+      fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) +
+               ": the ring of group " + std::to_string(kv.first) + " got nothing from rank " +
+               std::to_string((plan_.rank + plan_.world_size - 1) % plan_.world_size) + " for " +
+               std::to_string((now_ns - g.ring->last_ns) / 1000000) +
+               " ms (retry_budget x rto_max_us); the job cannot finish");
+      return false;
+    }
     if (g.state == Group::State::kClaiming && g.claim_deadline_ns <= now_ns) {
       const uint64_t silent_since = std::max(t.last_answer_ns, g.claim_sent_ns);
       if (g.claim_retries >= c.retry_budget && now_ns - silent_since >= patience &&
@@ -608,11 +621,14 @@ bool AllreduceCore::pool_can_send() const {
 }
 
 uint64_t AllreduceCore::pool_next_timer() const {
+  const CongestionParams& c = plan_.congestion;
+  const uint64_t patience = uint64_t{c.retry_budget} * c.rto_max_us * 1000;
   uint64_t m = UINT64_MAX;
   for (const auto& t : trees_) {
     if (t->state != Tree::State::kActive) continue;
     for (const auto& kv : t->groups) {
       if (kv.second.state == Group::State::kClaiming) m = std::min(m, kv.second.claim_deadline_ns);
+      if (kv.second.state == Group::State::kRing) m = std::min(m, kv.second.ring->last_ns + patience);
     }
   }
   for (const auto& kv : ring_out_) {
@@ -688,7 +704,7 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
       ++t.st.pool.ring_malformed;
       return true;
     }
-    ring_data(t, group, step, piece, offset, count, frame + kRPayload);
+    ring_data(t, group, step, piece, offset, count, frame + kRPayload, now_ns);
     return true;
   }
   // Claim-results from the root (a look at the type byte first: result

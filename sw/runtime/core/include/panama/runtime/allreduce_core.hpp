@@ -397,7 +397,7 @@ class AllreduceCore {
   void on_claim_result(Tree& t, uint32_t group, bool granted, uint64_t now_ns);
   void to_ring(Tree& t, Group& g, uint64_t now_ns);
   void ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset, uint32_t count,
-                 const uint8_t* payload);
+                 const uint8_t* payload, uint64_t now_ns);
   void ring_final(Tree& t, Group& g, uint32_t offset, const uint32_t* values, uint32_t count);
   void ring_send(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset,
                  std::vector<uint32_t> values);
