@@ -626,7 +626,9 @@ uint64_t AllreduceCore::pool_next_timer() const {
   uint64_t m = UINT64_MAX;
   for (const auto& t : trees_) {
     if (t->state != Tree::State::kActive) continue;
+    // As far as pool_poll looks: up to the first group not claimed yet.
     for (const auto& kv : t->groups) {
+      if (kv.second.state == Group::State::kIdle) break;
       if (kv.second.state == Group::State::kClaiming) m = std::min(m, kv.second.claim_deadline_ns);
       if (kv.second.state == Group::State::kRing) m = std::min(m, kv.second.ring->last_ns + patience);
     }
