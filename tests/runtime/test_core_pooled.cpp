@@ -723,6 +723,30 @@ TEST_CASE("pooled: a pool too small for a group: every group on the ring, exact 
   }
 }
 
+TEST_CASE("pooled: larger allreduces through a pool that fits part of the window, with loss") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  JobSpec j;
+  j.world = 4;
+  j.trees = 2;
+  j.group_size = 8;
+  j.claim_cap = 32;
+  j.sizes = {40000, 25000};
+  j.types = {wire::ElemType::kFloat32, wire::ElemType::kBfloat16};
+  RigOptions o;
+  o.elems = 64;
+  o.pool_slots = 40;
+  o.loss = 0.01;
+  o.jitter_ns = 3000;
+  o.ring_window = 16;
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  const PoolStats s = rig.job_stats(0);
+  CHECK(s.in_network > 0);
+  CHECK(s.on_ring > 0);
+}
+
 TEST_CASE("pooled: a job with a claim cap of 0 cannot claim and finishes on the ring") {
   const uint64_t seed = test::core::seed_from_env();
   INFO("seed " << seed << " (PANAMA_TEST_SEED)");
