@@ -78,10 +78,12 @@ struct AllreduceCore::Group {
   };
   State state = State::kIdle;
   bool on_ring = false;  // moved to the ring (kRing, or kDone through it)
-  Op* op = nullptr;
+  Op* op = nullptr;      // not to be read once the group is finished (the allreduce may be forgotten)
   size_t first_chunk = 0, stride = 1;
   uint32_t first_seq = 0, nseq = 0;
-  uint32_t results = 0;  // chunk results received (in the network)
+  uint32_t elems = 0;     // elements of its chunks
+  uint8_t elem_type = 0;  // the allreduce's
+  uint32_t results = 0;   // chunk results received (in the network)
   uint64_t claim_sent_ns = 0, claim_deadline_ns = 0, claim_rto_ns = 0;
   uint32_t claim_retries = 0;
   bool claim_due = false;  // send the claim again on the next poll (with a chunk's retransmission)

@@ -71,6 +71,12 @@ void AllreduceCore::pool_issue(Tree& t, Op& op, uint32_t first_seq, uint32_t n, 
     g.nseq = static_cast<uint32_t>(std::min<uint64_t>(g_size, end - s));
     g.first_chunk = first_chunk + stride * static_cast<size_t>(s - first_seq);
     g.stride = stride;
+    g.elem_type = op.elem_type;
+    const size_t p = plan_.elems_per_packet;
+    for (uint32_t c = 0; c < g.nseq; ++c) {
+      const size_t k = g.first_chunk + stride * c;
+      g.elems += static_cast<uint32_t>(std::min(op.count, (k + 1) * p) - k * p);
+    }
     const uint32_t index = static_cast<uint32_t>(s / g_size);
     s += g.nseq;
     t.groups.emplace(index, std::move(g));
@@ -251,7 +257,7 @@ void AllreduceCore::ring_send(Tree& t, uint32_t group, uint32_t step, uint32_t p
   if (ring_out_.count(key)) return;
   RingOut o;
   o.offset = offset;
-  o.elem_type = t.groups.at(group).op->elem_type;  // the group is live while it sends
+  o.elem_type = t.groups.at(group).elem_type;  // the group is live while it sends
   o.values = std::move(values);
   ring_out_.emplace(key, std::move(o));
   ring_unsent_.push_back(key);
@@ -308,12 +314,7 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   // The segment, piece, offset and count the step implies, checked before
   // the frame changes anything.
   const uint32_t n = plan_.world_size;
-  const size_t p = plan_.elems_per_packet;
-  uint32_t elems = 0;
-  for (uint32_t c = 0; c < g.nseq; ++c) {
-    const size_t k = g.first_chunk + g.stride * c;
-    elems += static_cast<uint32_t>(std::min(g.op->count, (k + 1) * p) - k * p);
-  }
+  const uint32_t elems = g.elems;
   const uint32_t pe = std::min<uint32_t>(plan_.elems_per_packet, kRingMaxPiece);
   const uint32_t j = received_segment(plan_.rank, step, n);
   const uint32_t lo = seg_lo(j, elems, n), hi = seg_lo(j + 1, elems, n);
@@ -700,7 +701,7 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
     }
     ++t.st.pool.ring_frames_received;
     auto g = t.groups.find(group);
-    const bool type_ok = g == t.groups.end() || frame[kRElemType] == g->second.op->elem_type;
+    const bool type_ok = g == t.groups.end() || frame[kRElemType] == g->second.elem_type;
     if (frame[kRKind] != kRingData || rank != (plan_.rank + n - 1) % n || len < kRPayload + 4u * count ||
         !type_ok) {
       ++t.st.pool.ring_malformed;
