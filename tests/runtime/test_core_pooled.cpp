@@ -1214,3 +1214,47 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(f[0][43] == 2);
   CHECK(c.pending_ops() == 0);
 }
+
+TEST_CASE("pooled: a group finished on the ring outlives its forgotten allreduce safely") {
+  JobSpec j;
+  j.world = 2;
+  j.group_size = 1;
+  RigOptions o;
+  o.elems = 4;
+  const Plan plan = pooled_plan(j, 0, o);
+  AllreduceCore c(plan);
+  std::vector<float> a(4, 1.0f), b(4, 2.0f);
+  const OpId ida = c.start(a.data(), a.size(), 0);  // group 0
+  const OpId idb = c.start(b.data(), b.size(), 0);  // group 1
+  auto on = [&](const Frame& f) { return c.on_frame(f.data(), static_cast<uint32_t>(f.size()), 1000); };
+  poll_all(c, 0);
+  CHECK(on(answer(0, true)));
+  CHECK(on(answer(1, false)));
+  poll_all(c, 1000);
+  const MacAddress m1 = worker_mac(1, 1);
+  const uint32_t ip1 = worker_ip(1, 1);
+  RingFields seg1;  // rank 1's segment 1 (elements 2, 3) at step 0
+  seg1.rank = 1;
+  seg1.group = 1;
+  seg1.offset = 2;
+  seg1.values = {test::f2u(5.0f), test::f2u(6.0f)};
+  RingFields seg0 = seg1;  // the all-gather of segment 0
+  seg0.step = 1;
+  seg0.offset = 0;
+  seg0.values = {test::f2u(7.0f), test::f2u(8.0f)};
+  CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  REQUIRE(c.status(idb) == OpStatus::kDone);
+  CHECK(b == std::vector<float>{7.0f, 8.0f, 7.0f, 8.0f});
+  CHECK(c.status(ida) == OpStatus::kPending);
+  CHECK(c.stats().pool.released == 0);  // group 0 is not finished: group 1 is kept
+  c.release(idb);
+  c.start(nullptr, 0, 0);  // forgets released allreduces
+  // Late duplicates of the finished group: acknowledged again, nothing read or written.
+  CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.stats().pool.ring_duplicates == 2);
+  CHECK(c.stats().pool.ring_malformed == 0);
+  CHECK(on(answer(1, false)));  // a late answer too
+  CHECK(c.stats().pool.answers_ignored == 1);
+}
