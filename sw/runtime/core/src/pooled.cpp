@@ -37,6 +37,10 @@ constexpr uint8_t kRingVersion = 1;
 constexpr uint8_t kRingData = 1;
 constexpr uint8_t kRingAck = 2;
 constexpr uint32_t kRingMaxPiece = (wire::kMaxFrameBytes - kRPayload) / 4;
+// Where a PANAMA frame has its tree id: a transport that picks a tree's
+// uplink by that byte (a dual-homed worker) sends ring frames the same way.
+static_assert(kRTree == wire::kPanamaTreeId, "ring frames carry the tree id where PANAMA frames do");
+static_assert(kRJob == wire::kPanamaJobId, "ring frames carry the job id where PANAMA frames do");
 
 uint32_t seg_lo(uint32_t j, uint32_t elems, uint32_t n) {
   return static_cast<uint32_t>(uint64_t{j} * elems / n);
