@@ -135,3 +135,81 @@ TEST_CASE("plan: an origin names the plan in every error") {
   CHECK_THAT(error_of_origin(with("\"rank\": 1", "\"rank\": 4"), "w3.plan.json"),
              Catch::StartsWith("w3.plan.json: rank: must be below world_size"));
 }
+
+TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
+  const std::string pooled =
+      R"("pooled": {"group_size": 8, "next_mac": "02:00:00:00:01:02", "next_ip": "10.0.1.3",
+                    "prev_mac": "02:00:00:00:01:00", "prev_ip": "10.0.1.1"},)";
+  const Plan p = parse_plan(with("\"world_size\": 4,", "\"world_size\": 4, " + pooled));
+  REQUIRE(p.pooled);
+  CHECK(p.pooled->group_size == 8);
+  CHECK(p.pooled->next_mac == MacAddress{0x02, 0, 0, 0, 0x01, 0x02});
+  CHECK(p.pooled->next_ip == ((10u << 24) | (1u << 8) | 3u));
+  CHECK(p.pooled->prev_ip == ((10u << 24) | (1u << 8) | 1u));
+  CHECK(p.pooled->ring_port == 0);
+  CHECK(ring_udp_port(p) == 9601);  // the PANAMA port + 1 by default
+  CHECK(p.pooled->ring_window == 64);
+  CHECK(parse_plan(plan_to_json(p)) == p);
+  Plan q = p;
+  q.pooled->ring_port = 7000;
+  q.pooled->ring_window = 5;
+  CHECK(ring_udp_port(q) == 7000);
+  CHECK(parse_plan(plan_to_json(q)) == q);
+  // A plan without it is what it was: no pooled key written, none read.
+  CHECK(!parse_plan(kMinimal).pooled);
+  CHECK(plan_to_json(parse_plan(kMinimal)).find("pooled") == std::string::npos);
+  CHECK(ring_udp_port(parse_plan(kMinimal)) == 0);
+
+  auto bad = [&](const std::string& from, const std::string& to) {
+    std::string text = with("\"world_size\": 4,", "\"world_size\": 4, " + pooled);
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return error_of(text.replace(at, from.size(), to));
+  };
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 0"),
+             Catch::Contains("pooled.group_size: out of range"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 513"),
+             Catch::Contains("pooled.group_size: out of range"));
+  CHECK_THAT(bad("\"group_size\": 8,", ""), Catch::Contains("pooled.group_size: missing key"));
+  CHECK_THAT(bad("\"next_ip\": \"10.0.1.3\",", ""), Catch::Contains("pooled.next_ip: missing key"));
+  CHECK_THAT(bad("02:00:00:00:01:00", "02:00:00"), Catch::Contains("pooled.prev_mac: bad MAC address"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_port\": 9600"),
+             Catch::Contains("pooled.ring_port: must differ from udp_port"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_window\": 0"),
+             Catch::Contains("pooled.ring_window: out of range"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"grup\": 1"),
+             Catch::Contains("pooled.grup: unknown key"));
+  CHECK_THAT(bad("\"world_size\": 4,", "\"world_size\": 4, \"udp_port\": 65535,"),
+             Catch::Contains("pooled.ring_port: required when udp_port is 65535"));
+  CHECK_THAT(bad("\"initial_cwnd_cap\": 4", "\"initial_cwnd_cap\": 4, \"backup_for\": 0"),
+             Catch::Contains("trees[1].backup_for: a pooled job has no backup trees"));
+}
+
+TEST_CASE("plan: a pooled plan built in code is checked too") {
+  Plan p = parse_plan(kMinimal);
+  p.pooled = PooledPlan{};
+  p.pooled->group_size = 4;
+  p.pooled->prev_ip = 1;
+  auto error = [](const Plan& q) -> std::string {
+    try {
+      validate_plan(q);
+    } catch (const PlanError& e) {
+      return e.what();
+    }
+    return "<no error>";
+  };
+  CHECK_THAT(error(p), Catch::Equals("pooled.next_ip: required (the ring neighbours' addresses)"));
+  p.pooled->next_ip = 2;
+  CHECK(error(p) == "<no error>");
+  p.pooled->group_size = 0;
+  CHECK_THAT(error(p), Catch::Equals("pooled.group_size: out of range [1, 512]"));
+  p.pooled->group_size = 4;
+  p.pooled->ring_port = p.udp_port;
+  CHECK_THAT(error(p), Catch::StartsWith("pooled.ring_port: must differ from udp_port"));
+  // A single worker is its own ring neighbour: no addresses needed.
+  p.pooled->ring_port = 0;
+  p.world_size = 1;
+  p.rank = 0;
+  p.pooled->next_ip = p.pooled->prev_ip = 0;
+  CHECK(error(p) == "<no error>");
+}

@@ -1,5 +1,7 @@
 // The allreduce state machine (see allreduce_core.hpp).
 #include "panama/runtime/allreduce_core.hpp"
+
+#include "core_state.hpp"
 #include "panama/runtime/payload_copy.hpp"
 
 #include <algorithm>
@@ -21,115 +23,6 @@ size_t bytes_of(uint8_t elem_type) {
 }
 
 }  // namespace
-
-// A contribution kept for a failover replay: its elements' bytes and type.
-struct AllreduceCore::Kept {
-  uint8_t elem_type = 0;
-  uint32_t count = 0;          // elements
-  std::vector<uint8_t> bytes;  // count x elem_bytes(elem_type)
-};
-
-struct AllreduceCore::Op {
-  OpId id = 0;
-  uint8_t* data = nullptr;  // count elements of elem_type
-  size_t count = 0;
-  uint8_t elem_type = static_cast<uint8_t>(wire::ElemType::kFloat32);
-  size_t elem_bytes = 4;
-  size_t chunks = 0;
-  size_t remaining = 0;
-  OpStatus status = OpStatus::kPending;
-  bool released = false;   // forget it as soon as it finishes
-  bool agreement = false;  // a failover agreement vector (internal, not in ops_)
-  bool streaming = false;  // payload copies with streaming stores (set_streaming_copy_bytes)
-  bool zero_copy = false;  // chunks sent from the buffer when the FrameOut can attach (set_zero_copy_send)
-  bool draining = false;   // finished, in draining_ until no frame references the buffer
-  OpStatus final_status = OpStatus::kPending;  // what it finished as (reported once drained)
-  BufferHold* hold = nullptr;                  // the frames that reference data (zero-copy send)
-  std::string error;
-
-  Op() = default;
-  Op(const Op&) = delete;
-  Op& operator=(const Op&) = delete;
-  ~Op() {
-    if (hold) hold->release();
-  }
-};
-
-// A chunk that has been sent and is waiting for its result.
-struct AllreduceCore::Outstanding {
-  Op* op = nullptr;  // null for a replayed contribution whose result this worker already has
-  std::shared_ptr<const Kept> replay;  // that contribution (when op is null)
-  size_t chunk = 0;
-  uint64_t sent_ns = 0;
-  uint64_t deadline_ns = 0;
-  uint64_t rto_ns = 0;
-  uint32_t retries = 0;
-  bool acked = false;
-  bool retransmitted = false;
-  bool resend = false;   // timed out, retransmission not written yet (transmit path was full)
-  bool stalled = false;  // waited through a silence of its tree (set_skew_allowance): no RTT sample
-};
-
-struct AllreduceCore::Tree {
-  // Chunks of one op on this tree: sequences [first_seq, first_seq + count),
-  // sequence first_seq + j carrying chunk first_chunk + stride * j. A replayed
-  // contribution (failover) is a segment of one with op null and `replay` set.
-  struct Segment {
-    Op* op;
-    uint32_t first_seq;
-    uint32_t count;
-    size_t first_chunk;
-    size_t stride;
-    std::shared_ptr<const Kept> replay;
-  };
-  enum class State { kActive, kStandby, kDead };
-
-  Tree(const TreePlan& p, size_t idx, const CongestionParams& c)
-      : plan(p), index(idx), cc(c, p.initial_cwnd_cap) {}
-
-  TreePlan plan;
-  size_t index;
-  TreeCongestion cc;
-  State state = State::kActive;
-  int backup = -1;         // index of this primary's backup tree
-  int primary = -1;        // for a backup: index of the primary it stands by for
-  int redirect = -1;       // a failed-over primary: index of the tree its chunks now go to
-  size_t primary_pos = 0;  // position among the primaries (chunk k -> primary k mod T)
-  // Failover bookkeeping (see begin_failover / complete_failover).
-  std::unique_ptr<Op> agreement;  // on a backup: the agreement vector in flight
-  std::vector<float> agreement_data;
-  uint32_t agreement_seqs = 0;  // m: sequences the agreement used on this backup
-  uint64_t last_result_ns = 0, dead_at_ns = 0, agreed_at_ns = 0;
-  uint32_t restart_seq = 0;
-  // Contributions of recent results (primaries with a backup): seq s at
-  // j = s & (kept_seq.size() - 1), kept_n[j] elements of type kept_type[j]
-  // at kept_data + j * 4 * elems_per_packet (room for a chunk of fp32).
-  std::vector<uint32_t> kept_seq, kept_n;
-  std::vector<uint8_t> kept_valid, kept_type;
-  std::vector<uint8_t> kept_data;
-  uint32_t kept_for_cap = 0;  // the largest cap the ring was sized for
-  wire::Header hdr{};
-  std::deque<Segment> segments;  // issued chunks not yet sent, in sequence order
-  uint64_t issued_end = 0;       // sequence after the last issued one
-  uint32_t next_seq = 0;         // next sequence to send for the first time
-  uint32_t snd_una = 0;          // oldest unacknowledged sequence
-  std::vector<Outstanding> ring = std::vector<Outstanding>(64);  // seq s at s & (size-1)
-  uint64_t min_deadline = UINT64_MAX;
-  bool resend_pending = false;  // a timed-out chunk's retransmission is not written yet
-  bool have_rtt = false;
-  double srtt_ns = 0, rttvar_ns = 0;
-  uint64_t rto_ns = 0;
-  TreeStats st;
-
-  Outstanding& at(uint32_t seq) { return ring[seq & (ring.size() - 1)]; }
-  uint32_t in_flight() const { return next_seq - snd_una; }
-
-  void grow_ring() {
-    std::vector<Outstanding> bigger(ring.size() * 2);
-    for (uint32_t s = snd_una; s != next_seq; ++s) bigger[s & (bigger.size() - 1)] = at(s);
-    ring.swap(bigger);
-  }
-};
 
 AllreduceCore::AllreduceCore(const Plan& plan) : plan_(plan) {
   validate_plan(plan_);
@@ -172,6 +65,7 @@ AllreduceCore::AllreduceCore(const Plan& plan) : plan_(plan) {
     t->primary = static_cast<int>(p.index);
   }
   totals_.job_id = plan_.job_id;
+  ring_port_ = ring_udp_port(plan_);
 }
 
 AllreduceCore::Tree& AllreduceCore::route(size_t primary) {
@@ -226,9 +120,12 @@ OpId AllreduceCore::start(void* data, size_t count, wire::ElemType type, uint64_
     return id;
   }
   const size_t nt = primaries_.size();
+  // Pooled mode: every tree starts the allreduce's chunks at a group
+  // boundary, so that a group belongs to one allreduce.
+  const uint64_t align = pooled() ? plan_.pooled->group_size : 1;
   for (size_t i = 0; i < nt && i < raw->chunks; ++i) {
     const uint64_t n = (raw->chunks - i + nt - 1) / nt;
-    if (route(i).issued_end + n > (uint64_t{1} << 32)) {
+    if ((route(i).issued_end + align - 1) / align * align + n > (uint64_t{1} << 32)) {
       finish(*raw, OpStatus::kFailed,
              "tree " + std::to_string(route(i).plan.tree_id) +
                  ": the 32-bit sequence space of this communicator is exhausted; create a new communicator");
@@ -238,6 +135,10 @@ OpId AllreduceCore::start(void* data, size_t count, wire::ElemType type, uint64_
   for (size_t i = 0; i < nt && i < raw->chunks; ++i) {
     Tree& t = route(i);
     const uint32_t n = static_cast<uint32_t>((raw->chunks - i + nt - 1) / nt);
+    if (pooled()) {
+      t.issued_end = (t.issued_end + align - 1) / align * align;
+      pool_issue(t, *raw, static_cast<uint32_t>(t.issued_end), n, i, nt);
+    }
     t.segments.push_back(Tree::Segment{raw, static_cast<uint32_t>(t.issued_end), n, i, nt, nullptr});
     t.issued_end += n;
     uint64_t bytes = 0;
@@ -333,6 +234,7 @@ void AllreduceCore::fail_all(const std::string& reason) {
     t->min_deadline = UINT64_MAX;
     t->agreement.reset();
   }
+  if (pooled()) pool_clear();
 }
 
 bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retransmission, FrameOut& out) {
@@ -372,7 +274,9 @@ bool AllreduceCore::send_chunk(Tree& t, Outstanding& o, uint32_t seq, bool retra
 }
 
 bool AllreduceCore::send_new(Tree& t, uint64_t now_ns, FrameOut& out) {
-  if (t.state != Tree::State::kActive || t.segments.empty() || t.in_flight() >= t.cc.window()) return false;
+  if (t.state != Tree::State::kActive || t.segments.empty()) return false;
+  if (pooled() && !pool_skip(t)) return false;
+  if (t.segments.empty() || t.in_flight() >= t.cc.window()) return false;
   if (t.in_flight() >= t.ring.size()) t.grow_ring();
   Tree::Segment& seg = t.segments.front();
   const uint32_t seq = t.next_seq;
@@ -475,6 +379,13 @@ bool AllreduceCore::handle_timeouts(Tree& t, uint64_t now_ns, FrameOut& out, uin
         o.resend = false;
         ++t.st.retransmissions;
         ++totals_.retransmissions;
+        if (pooled()) {
+          // Rule 6: the claim goes with the retransmission, so that a group
+          // whose lease ended hears denied; the release too (rule 5).
+          auto g = t.groups.find(s / plan_.pooled->group_size);
+          if (g != t.groups.end()) g->second.claim_due = true;
+          if (t.released > 0) t.release_due = true;
+        }
       } else {
         ok = false;  // transmit path full: written on a later poll
       }
@@ -495,6 +406,14 @@ uint32_t AllreduceCore::poll(uint64_t now_ns, FrameOut& out, uint32_t max_frames
     if (!handle_timeouts(*t, now_ns, out, budget)) {
       if (failed()) return max_frames - budget;
     }
+  }
+  if (pooled()) {
+    for (auto& t : trees_) {
+      pool_poll(*t, now_ns, out, budget);
+      if (failed()) return max_frames - budget;
+    }
+    ring_poll(now_ns, out, budget);
+    if (failed()) return max_frames - budget;
   }
   // New chunks: one per tree per round, so trees share the transmit path.
   const size_t nt = trees_.size();
@@ -518,19 +437,22 @@ uint64_t AllreduceCore::next_timer_ns() const {
   for (const auto& t : trees_) {
     if (t->state == Tree::State::kActive && t->in_flight() > 0) m = std::min(m, t->min_deadline);
   }
+  if (pooled() && !failed()) m = std::min(m, pool_next_timer());
   return m;
 }
 
 bool AllreduceCore::can_send() const {
   if (failed()) return false;
   for (const auto& t : trees_) {
-    if (t->state == Tree::State::kActive && !t->segments.empty() && t->in_flight() < t->cc.window())
+    if (t->state == Tree::State::kActive && !t->segments.empty() && t->in_flight() < t->cc.window() &&
+        (!pooled() || pool_sendable(*t)))
       return true;
   }
-  return false;
+  return pooled() && pool_can_send();
 }
 
 bool AllreduceCore::on_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns) {
+  if (pooled() && pool_frame(frame, len, now_ns)) return true;
   wire::Header h;
   if (wire::classify_frame(frame, len, plan_.udp_port, h) != wire::FrameClass::kResultDown) return false;
   if (h.job_id != plan_.job_id) return false;
@@ -640,6 +562,7 @@ void AllreduceCore::handle_result(Tree& t, const wire::Header& h, const uint8_t*
 
   Op* op = o.op;
   while (t.snd_una != t.next_seq && t.at(t.snd_una).acked) ++t.snd_una;
+  if (pooled()) pool_result(t, seq);
   if (op && --op->remaining == 0) {
     if (op->agreement) {
       complete_failover(t, now_ns);
@@ -838,7 +761,9 @@ std::vector<uint32_t> AllreduceCore::next_sequences() const {
     if (t->redirect >= 0 || t->state == Tree::State::kDead || t->agreement_seqs != 0) {
       throw std::logic_error("tree " + std::to_string(t->plan.tree_id) + " took part in a failover");
     }
-    next.push_back(t->next_seq);
+    // Pooled mode: the next allreduce starts at a group boundary.
+    const uint32_t g = pooled() ? plan_.pooled->group_size : 1;
+    next.push_back(static_cast<uint32_t>((uint64_t{t->next_seq} + g - 1) / g * g));
   }
   return next;
 }
@@ -855,9 +780,19 @@ void AllreduceCore::continue_sequences(const std::vector<uint32_t>& next) {
       throw std::invalid_argument("continue_sequences: standby tree " + std::to_string(t.plan.tree_id) +
                                   " must start at 0, not " + std::to_string(next[i]));
     }
+    if (pooled() && next[i] % plan_.pooled->group_size != 0) {
+      throw std::invalid_argument("continue_sequences: tree " + std::to_string(t.plan.tree_id) + " at " +
+                                  std::to_string(next[i]) + ", not a multiple of the group size " +
+                                  std::to_string(plan_.pooled->group_size));
+    }
     t.next_seq = next[i];
     t.snd_una = next[i];
     t.issued_end = next[i];
+    if (pooled()) {
+      // The groups below were finished and released by the previous communicator.
+      t.group_end = next[i] / plan_.pooled->group_size;
+      t.released = t.group_end;
+    }
   }
 }
 
@@ -882,8 +817,35 @@ CommStats AllreduceCore::stats() const {
     ts.agreed_at_ns = t->agreed_at_ns;
     ts.last_result_ns = t->last_result_ns;
     ts.restart_seq = t->restart_seq;
+    ts.pool.released = t->released;
+    const PoolStats& p = ts.pool;
+    PoolStats& q = s.pool;
+    q.groups += p.groups;
+    q.claimed += p.claimed;
+    q.claims_sent += p.claims_sent;
+    q.claim_timeouts += p.claim_timeouts;
+    q.granted += p.granted;
+    q.denied += p.denied;
+    q.expired += p.expired;
+    q.denied_by_peer += p.denied_by_peer;
+    q.in_network += p.in_network;
+    q.on_ring += p.on_ring;
+    q.answers_ignored += p.answers_ignored;
+    q.denied_after_result += p.denied_after_result;
+    q.releases_sent += p.releases_sent;
+    q.released += p.released;
+    q.ring_frames_sent += p.ring_frames_sent;
+    q.ring_retransmissions += p.ring_retransmissions;
+    q.ring_bytes_sent += p.ring_bytes_sent;
+    q.ring_acks_sent += p.ring_acks_sent;
+    q.ring_acks_received += p.ring_acks_received;
+    q.ring_frames_received += p.ring_frames_received;
+    q.ring_duplicates += p.ring_duplicates;
+    q.ring_early += p.ring_early;
+    q.ring_malformed += p.ring_malformed;
     s.trees.push_back(ts);
   }
+  s.pool.ring_malformed += ring_unknown_tree_;
   return s;
 }
 

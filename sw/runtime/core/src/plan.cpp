@@ -71,6 +71,28 @@ void validate_plan(const Plan& p) {
   if (c.rto_initial_us < 1) fail("congestion.rto_initial_us", "must be at least 1");
   if (!(c.rto_backoff >= 1)) fail("congestion.rto_backoff", "must be at least 1");
   if (c.failover_after < 1) fail("congestion.failover_after", "must be at least 1");
+  if (p.pooled) {
+    const PooledPlan& q = *p.pooled;
+    if (q.group_size < 1 || q.group_size > 512) fail("pooled.group_size", "out of range [1, 512]");
+    if (q.ring_window < 1 || q.ring_window > 65536) fail("pooled.ring_window", "out of range [1, 65536]");
+    if (q.ring_port == 0 && p.udp_port == 0xFFFF)
+      fail("pooled.ring_port", "required when udp_port is 65535 (the default is udp_port + 1)");
+    if (ring_udp_port(p) == p.udp_port)
+      fail("pooled.ring_port", "must differ from udp_port: ring frames are not PANAMA frames");
+    for (size_t i = 0; i < p.trees.size(); ++i) {
+      if (p.trees[i].backup_for >= 0) {
+        fail("trees[" + std::to_string(i) + "].backup_for",
+             "a pooled job has no backup trees (tree failover is not supported in pooled mode)");
+      }
+    }
+    if (p.world_size > 1 && (q.next_ip == 0 || q.prev_ip == 0))
+      fail(q.next_ip == 0 ? "pooled.next_ip" : "pooled.prev_ip", "required (the ring neighbours' addresses)");
+  }
+}
+
+uint16_t ring_udp_port(const Plan& plan) {
+  if (!plan.pooled) return 0;
+  return plan.pooled->ring_port != 0 ? plan.pooled->ring_port : static_cast<uint16_t>(plan.udp_port + 1);
 }
 
 bool operator==(const CongestionParams& a, const CongestionParams& b) {
@@ -84,11 +106,17 @@ bool operator==(const TreePlan& a, const TreePlan& b) {
          a.dst_ip == b.dst_ip && a.initial_cwnd_cap == b.initial_cwnd_cap && a.backup_for == b.backup_for &&
          a.uplink == b.uplink;
 }
+bool operator==(const PooledPlan& a, const PooledPlan& b) {
+  return a.group_size == b.group_size && a.next_mac == b.next_mac && a.next_ip == b.next_ip &&
+         a.prev_mac == b.prev_mac && a.prev_ip == b.prev_ip && a.ring_port == b.ring_port &&
+         a.ring_window == b.ring_window;
+}
 bool operator==(const Plan& a, const Plan& b) {
   return a.job_id == b.job_id && a.rank == b.rank && a.world_size == b.world_size &&
          a.udp_port == b.udp_port && a.device == b.device && a.devices == b.devices &&
          a.local_mac == b.local_mac && a.local_ip == b.local_ip && a.elems_per_packet == b.elems_per_packet &&
-         a.dscp == b.dscp && a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion;
+         a.dscp == b.dscp && a.ttl == b.ttl && a.trees == b.trees && a.congestion == b.congestion &&
+         a.pooled == b.pooled;
 }
 
 }  // namespace panama::runtime

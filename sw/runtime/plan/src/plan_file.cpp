@@ -46,7 +46,7 @@ Plan parse_plan_json(const json& j, const JsonSource& src) {
   // Typos in keys would otherwise silently fall back to defaults.
   const JsonObject top(src, j, "",
                        {"job_id", "rank", "world_size", "udp_port", "device", "devices", "local_mac",
-                        "local_ip", "elems_per_packet", "dscp", "ttl", "trees", "congestion"});
+                        "local_ip", "elems_per_packet", "dscp", "ttl", "trees", "congestion", "pooled"});
   Plan p;
   p.job_id = static_cast<uint16_t>(top.uint("job_id", 0, 0xFFFF));
   p.rank = static_cast<uint32_t>(top.uint("rank", 0, 0xFFFFFFFF));
@@ -74,6 +74,19 @@ Plan parse_plan_json(const json& j, const JsonSource& src) {
     p.congestion = parse_congestion(top.object(
         "congestion", {"g", "initial_alpha", "initial_cwnd", "ssthresh", "rto_initial_us", "rto_min_us",
                        "rto_max_us", "rto_backoff", "retry_budget", "failover_after"}));
+  }
+  if (top.has("pooled")) {
+    const JsonObject q = top.object(
+        "pooled", {"group_size", "next_mac", "next_ip", "prev_mac", "prev_ip", "ring_port", "ring_window"});
+    PooledPlan pp;
+    pp.group_size = static_cast<uint32_t>(q.uint("group_size", 1, 512));
+    pp.next_mac = q.mac("next_mac");
+    pp.next_ip = q.ipv4("next_ip");
+    pp.prev_mac = q.mac("prev_mac");
+    pp.prev_ip = q.ipv4("prev_ip");
+    pp.ring_port = static_cast<uint16_t>(q.uint("ring_port", 1, 0xFFFF, pp.ring_port));
+    pp.ring_window = static_cast<uint32_t>(q.uint("ring_window", 1, 65536, pp.ring_window));
+    p.pooled = pp;
   }
   // What one key alone cannot tell (validate_plan names the path).
   try {
@@ -131,6 +144,16 @@ std::string plan_to_json(const Plan& p) {
                      {"rto_backoff", c.rto_backoff},
                      {"retry_budget", c.retry_budget},
                      {"failover_after", c.failover_after}};
+  if (p.pooled) {
+    const PooledPlan& q = *p.pooled;
+    j["pooled"] = {{"group_size", q.group_size},
+                   {"next_mac", config::format_mac(q.next_mac)},
+                   {"next_ip", config::format_ipv4(q.next_ip)},
+                   {"prev_mac", config::format_mac(q.prev_mac)},
+                   {"prev_ip", config::format_ipv4(q.prev_ip)},
+                   {"ring_window", q.ring_window}};
+    if (q.ring_port != 0) j["pooled"]["ring_port"] = q.ring_port;
+  }
   return j.dump(2) + "\n";
 }
 

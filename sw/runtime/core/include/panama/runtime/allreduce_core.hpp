@@ -37,6 +37,14 @@
 //    contributions already answered are replayed from kept copies (bytes and
 //    type). A backup that dies fails the job after the retry budget, as a
 //    tree without backup does.
+//  - Pooled mode (a plan with `pooled`; docs/runtime.md, "Pooled mode"):
+//    each tree's sequences form groups of G; a worker claims each group
+//    before its chunks (claim frames, include/panama/claim.hpp), sends the
+//    chunks of granted groups to the engines and reduces denied groups with
+//    a ring over the job's ranks (ring frames to the next rank,
+//    acknowledgements to the previous one), and reports finished groups in
+//    cumulative releases. The ring runs inside this class, so every harness
+//    gets it.
 //
 // Not thread-safe: one thread (or a lock held by the caller) at a time.
 #pragma once
@@ -45,7 +53,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,6 +167,31 @@ class VectorFrameOut : public FrameOut {
 using OpId = uint64_t;
 enum class OpStatus { kPending, kDone, kFailed };
 
+// Pooled mode (docs/runtime.md, "Pooled mode"): per tree, and summed over
+// the trees in CommStats.
+struct PoolStats {
+  uint64_t groups = 0;                   // groups issued
+  uint64_t claimed = 0;                  // groups whose claim was sent
+  uint64_t claims_sent = 0;              // claim frames (first, repeated after an RTO, with retransmissions)
+  uint64_t claim_timeouts = 0;           // claims sent again because no answer came within the RTO
+  uint64_t granted = 0, denied = 0;      // the first answer heard for a group
+  uint64_t expired = 0;                  // granted groups that a later denied (expired) moved to the ring
+  uint64_t denied_by_peer = 0;           // groups moved to the ring by the previous rank's ring frame
+  uint64_t in_network = 0, on_ring = 0;  // groups finished each way
+  uint64_t answers_ignored = 0;          // repeated answers, answers for finished groups
+  uint64_t denied_after_result = 0;      // denied for a group with a result already: ignored (never expected)
+  uint64_t releases_sent = 0;
+  uint32_t released = 0;          // the cumulative count of finished groups (CommStats: summed)
+  uint64_t ring_frames_sent = 0;  // ring data frames, retransmissions included
+  uint64_t ring_retransmissions = 0;
+  uint64_t ring_bytes_sent = 0;  // payload bytes of those (fp32 partial sums and results)
+  uint64_t ring_acks_sent = 0, ring_acks_received = 0;
+  uint64_t ring_frames_received = 0;  // ring data frames of this job
+  uint64_t ring_duplicates = 0;       // data frames received again (acknowledged again)
+  uint64_t ring_early = 0;      // data frames for a group this worker has not issued yet (not acknowledged)
+  uint64_t ring_malformed = 0;  // ring frames of this job that do not fit the group, step or sender
+};
+
 struct TreeStats {
   uint8_t tree_id = 0;
   // Payload bytes (elements x the allreduce's element size: 4 for fp32, 2
@@ -195,6 +230,7 @@ struct TreeStats {
   uint32_t next_seq = 0;
   double srtt_us = 0;  // smoothed RTT (0 before the first sample)
   double rto_us = 0;
+  PoolStats pool;  // pooled mode
 };
 
 struct CommStats {
@@ -206,6 +242,7 @@ struct CommStats {
   // Result-down frames of this job with bad lengths, no element type or an unknown tree.
   uint64_t malformed_results = 0;
   uint64_t failovers = 0;  // primary trees this worker failed over to their backup
+  PoolStats pool;          // pooled mode: the trees' counters summed
   std::vector<TreeStats> trees;
 };
 
@@ -234,8 +271,9 @@ class AllreduceCore {
   std::string op_error(OpId id) const;  // why it failed ("" otherwise)
   void release(OpId id);                // forget a finished op
   // Unfinished allreduces, plus one while this worker still owes other
-  // workers failover contributions (a caller keeps polling while non-zero).
-  size_t pending_ops() const { return pending_ + (failover_owed() ? 1 : 0); }
+  // workers failover contributions or (pooled mode) ring frames not yet
+  // acknowledged (a caller keeps polling while non-zero).
+  size_t pending_ops() const { return pending_ + (failover_owed() || pool_owed() ? 1 : 0); }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
   // Continuing a job in a new communicator (e.g. a process group destroyed
@@ -285,7 +323,8 @@ class AllreduceCore {
   const std::string& failure() const { return fail_reason_; }
 
   // A received frame. Returns true when it was a result-down frame of this
-  // job (consumed, whatever its fate); false for anything else.
+  // job or, in pooled mode, a claim frame or ring frame of this job
+  // (consumed, whatever its fate); false for anything else.
   bool on_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns);
 
   // Sends what the windows allow and what timed out; at most `max_frames`
@@ -316,12 +355,21 @@ class AllreduceCore {
 
   // Test hook: called once per result copied into a user buffer.
   void set_write_observer(std::function<void(OpId, size_t chunk)> f) { observer_ = std::move(f); }
+  // Test hook (pooled mode): called once per group as it finishes, with its
+  // tree id, its index and whether the ring finished it.
+  void set_group_observer(std::function<void(uint8_t tree_id, uint32_t group, bool on_ring)> f) {
+    group_observer_ = std::move(f);
+  }
 
  private:
   struct Op;
   struct Tree;
   struct Outstanding;
   struct Kept;
+  struct Group;
+  struct RingGroup;
+  struct RingKey;
+  struct RingOut;
 
   bool failover_owed() const;
   Tree& route(size_t primary);  // where new chunks of primary tree `primary` go now
@@ -338,6 +386,29 @@ class AllreduceCore {
   void finish(Op& op, OpStatus st, const std::string& err);
   void finalize(Op& op);
 
+  // Pooled mode (pooled.cpp).
+  bool pooled() const { return plan_.pooled.has_value(); }
+  void pool_issue(Tree& t, Op& op, uint32_t first_seq, uint32_t n, size_t first_chunk, size_t stride);
+  bool pool_skip(Tree& t);  // before send_new: past ring groups and gaps; true when next_seq may go out
+  void pool_result(Tree& t, uint32_t seq);
+  bool pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t& budget);
+  bool ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget);
+  bool pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_ns);
+  void on_claim_result(Tree& t, uint32_t group, bool granted, uint64_t now_ns);
+  void to_ring(Tree& t, Group& g, uint64_t now_ns);
+  void ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset, uint32_t count,
+                 const uint8_t* payload, uint64_t now_ns);
+  void ring_final(Tree& t, Group& g, uint32_t offset, const uint32_t* values, uint32_t count);
+  void ring_send(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset,
+                 std::vector<uint32_t> values);
+  void group_done(Tree& t, Group& g);
+  bool pool_owed() const;
+  bool pool_can_send() const;
+  bool pool_sendable(const Tree& t) const;
+  uint64_t pool_next_timer() const;
+  void pool_clear();
+  bool write_claim(Tree& t, uint32_t group, FrameOut& out);
+
   Plan plan_;
   std::vector<std::unique_ptr<Tree>> trees_;
   std::vector<size_t> primaries_;  // indices into trees_ of the primary trees, plan order
@@ -351,10 +422,26 @@ class AllreduceCore {
   std::string fail_reason_;
   CommStats totals_;
   std::function<void(OpId, size_t)> observer_;
+  std::function<void(uint8_t, uint32_t, bool)> group_observer_;
   size_t streaming_copy_bytes_ = 0;
   bool zero_copy_send_ = false;
   uint64_t defer_failure_until_ns_ = 0;
   uint64_t skew_allowance_ns_ = 0;
+  // Pooled mode: ring data frames of this rank not yet acknowledged (sent
+  // or queued), those not sent yet in order, how many are in flight, and
+  // the acknowledgements to send.
+  std::map<RingKey, RingOut> ring_out_;
+  std::deque<RingKey> ring_unsent_;
+  uint32_t ring_in_flight_ = 0;
+  std::deque<RingKey> ring_acks_;
+  uint64_t last_ring_ack_ns_ = 0;
+  // The ring's round trip (RFC 6298 from acknowledgements of frames sent
+  // once): its RTO times ring frames out once a sample exists.
+  bool ring_have_rtt_ = false;
+  double ring_srtt_ns_ = 0, ring_rttvar_ns_ = 0;
+  uint64_t ring_rto_ns_ = 0;
+  uint16_t ring_port_ = 0;
+  uint64_t ring_unknown_tree_ = 0;  // ring frames of this job naming a tree it does not have
 };
 
 }  // namespace panama::runtime

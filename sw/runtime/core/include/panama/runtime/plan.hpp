@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -60,6 +61,22 @@ struct TreePlan {
   uint8_t uplink = 0;
 };
 
+// Pooled mode (docs/hybrid-allreduce.md; docs/runtime.md, "Pooled mode"):
+// the job's engines hold no fixed share for it but a pool of slots it
+// claims G sequences at a time. A group the root denies is reduced by a
+// host ring over the job's ranks instead, so the plan names this rank's
+// ring neighbours: ring frames are ordinary UDP traffic (to ring_port, never
+// the PANAMA port) that switches forward by MAC address.
+struct PooledPlan {
+  uint32_t group_size = 0;  // G: sequences per group (1..512, the largest pool)
+  MacAddress next_mac{};    // rank + 1 (mod world_size): ring data goes there
+  uint32_t next_ip = 0;     // host byte order
+  MacAddress prev_mac{};    // rank - 1 (mod world_size): ring acknowledgements go there
+  uint32_t prev_ip = 0;
+  uint16_t ring_port = 0;     // 0: the plan's udp_port + 1
+  uint32_t ring_window = 64;  // ring data frames sent and not yet acknowledged, at most
+};
+
 struct Plan {
   uint16_t job_id = 0;
   uint32_t rank = 0;
@@ -79,7 +96,13 @@ struct Plan {
   uint8_t ttl = 64;
   std::vector<TreePlan> trees;
   CongestionParams congestion;
+  // Pooled mode; absent: every tree has a fixed share (the default).
+  std::optional<PooledPlan> pooled;
 };
+
+// The UDP port of a pooled plan's ring frames (PooledPlan::ring_port, or
+// udp_port + 1 when that is 0).
+uint16_t ring_udp_port(const Plan& plan);
 
 // Validates a plan (built in code or parsed); throws PlanError naming the
 // key, e.g. "trees[1].child_id: ...".
@@ -87,6 +110,7 @@ void validate_plan(const Plan& plan);
 
 bool operator==(const CongestionParams& a, const CongestionParams& b);
 bool operator==(const TreePlan& a, const TreePlan& b);
+bool operator==(const PooledPlan& a, const PooledPlan& b);
 bool operator==(const Plan& a, const Plan& b);
 
 }  // namespace panama::runtime
