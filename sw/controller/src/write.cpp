@@ -105,6 +105,25 @@ void Planner::write_switch_configs() {
       }
       ps.trees.push_back(tp);
     }
+    const auto pool = pools.find(s);
+    if (pool != pools.end()) {
+      pswitch::PoolSettings pset;
+      pset.base = 0;
+      pset.size = pool->second.size;
+      pset.lease_ns = jd.pool->lease_us * 1000;
+      pset.table_base = pool->second.table_base;
+      pset.table_count = pool->second.table_count;
+      pset.claim_job = claim_job;
+      for (const auto& [key, cap] : pool->second.caps) {
+        pswitch::PooledTree pt;
+        pt.job = key.first;
+        pt.tree = key.second;
+        pt.group_size = group_of.at(key.first);
+        pt.claim_cap = cap;
+        pset.trees.push_back(pt);
+      }
+      ps.pool = pset;
+    }
     for (const PendingHop& h : hops) {
       if (h.spine == s)
         ps.transit.push_back(pswitch::TransitHop{h.job, h.tree, port_of(s, h.child), port_of(s, h.parent)});
@@ -164,6 +183,20 @@ void Planner::write_worker_plans() {
     for (size_t u = 0; u < host_uplinks[ws.host].size(); ++u) {
       wo.vdevs.push_back("net_memif" + std::to_string(u) + ",role=client,socket=" + c.run_dir + "/" +
                          c.switches[host_uplinks[ws.host][u]].name + "-" + hd.name + ".sock" + kMemifArgs);
+    }
+    if (job.pooled) {
+      // The ring of denied groups: data to the next rank, acknowledgements
+      // to the previous one, in rank order.
+      const size_t n = job.workers.size();
+      const HostDesc& next = c.hosts[nodes.at(job.workers[(ws.rank + 1) % n]).index];
+      const HostDesc& prev = c.hosts[nodes.at(job.workers[(ws.rank + n - 1) % n]).index];
+      runtime::PooledPlan pp;
+      pp.group_size = group_of.at(job.id);
+      pp.next_mac = next.mac;
+      pp.next_ip = next.ip;
+      pp.prev_mac = prev.mac;
+      pp.prev_ip = prev.ip;
+      p.pooled = pp;
     }
     wo.vdev = wo.vdevs[0];
     if (wo.vdevs.size() > 1) p.devices = {"net_memif0", "net_memif1"};  // device stays devices[0]
