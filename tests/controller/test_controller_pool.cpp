@@ -180,6 +180,21 @@ TEST_CASE("pool: two tiers, a pool on every PSwitch of the pooled job's tree onl
   CHECK_FALSE(sw(d, "spine1").settings.pool);
   CHECK(sw(d, "spine1").node.entries[0].slot_base == 0);
   CHECK(sw(d, "spine1").node.entries[0].slot_count == 512);
+  // Ring frames for job 1's workers under the other leaf go up to the root
+  // (leaf0's ports: w0, w2, w4, w6, spine0, spine1), not flooded; job 2's
+  // workers get no such route.
+  auto route = [](const SwitchOutput& s, uint8_t host) -> int {
+    for (const pswitch::MacRoute& r : s.settings.mac_table) {
+      if (r.mac == config::MacAddress{0x02, 0, 0, 0x01, 0, host}) return static_cast<int>(r.port);
+    }
+    return -1;
+  };
+  CHECK(route(sw(d, "leaf0"), 0) == 0);
+  CHECK(route(sw(d, "leaf0"), 1) == 4);
+  CHECK(route(sw(d, "leaf0"), 3) == 4);
+  CHECK(route(sw(d, "leaf0"), 5) == -1);
+  CHECK(route(sw(d, "leaf1"), 2) == 4);   // leaf1: w1, w3, w5, w7, spine0, spine1
+  CHECK(route(sw(d, "spine1"), 1) == 1);  // every host is below a spine anyway
   // Ring neighbours in rank order, across the leaves: w0 -> w1 -> w2 -> w3 -> w0.
   CHECK(worker(d, "w1").plan.pooled->next_ip == ((10u << 24) | (1u << 16) | 3u));
   CHECK(worker(d, "w1").plan.pooled->prev_ip == ((10u << 24) | (1u << 16) | 1u));

@@ -73,6 +73,25 @@ void Planner::write_switch_configs() {
         }
       }
     }
+    // Pooled jobs' rings: ring frames are ordinary unicast between the
+    // job's workers. A PSwitch on a pooled tree sends those for a worker
+    // not below it towards the tree's root (which has every worker of the
+    // job below it) instead of flooding them to its other hosts.
+    for (const PendingEntry& e : entries) {
+      if (e.sw != s || e.parent.empty() || !is_pooled(e.job)) continue;
+      const uint32_t parent_port = port_of(s, e.parent);
+      for (const JobDesc& job : jd.jobs) {
+        if (job.id != e.job) continue;
+        for (const std::string& w : job.workers) {
+          const size_t h = nodes.at(w).index;
+          if (std::find(below[s].begin(), below[s].end(), h) != below[s].end()) continue;
+          const config::MacAddress& mac = c.hosts[h].mac;
+          if (std::none_of(ps.mac_table.begin(), ps.mac_table.end(),
+                           [&](const pswitch::MacRoute& r) { return r.mac == mac; }))
+            ps.mac_table.push_back(pswitch::MacRoute{mac, parent_port});
+        }
+      }
+    }
     config::NodeConfig& nc = out.node;
     nc.node = sd.name;
     nc.engine.udp_port = jd.udp_port;
