@@ -977,6 +977,9 @@ TEST_CASE("pooled options are refused where they do not apply", "[e2e]") {
   r = cluster("--topology two-tier --pool 8 --dtype bf16 --size 4");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("--pool with --dtype bf16 needs --topology single"));
+  r = cluster("--baseline ring --pool 8 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--pool applies to in-network aggregation only"));
   r = cluster("--pool 8 --group 16 --size 4");
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.output, Contains("group 16 is larger than what fits"));
