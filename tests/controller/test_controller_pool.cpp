@@ -7,6 +7,7 @@
 
 #include "controller/plan_lookup.hpp"
 #include "panama/controller/controller.hpp"
+#include "panama/controller/fat_tree.hpp"
 #include "panama/pswitch/settings.hpp"
 
 using namespace panama;
@@ -199,6 +200,36 @@ TEST_CASE("pool: two tiers, a pool on every PSwitch of the pooled job's tree onl
   CHECK(worker(d, "w1").plan.pooled->next_ip == ((10u << 24) | (1u << 16) | 3u));
   CHECK(worker(d, "w1").plan.pooled->prev_ip == ((10u << 24) | (1u << 16) | 1u));
   CHECK(worker(d, "w3").plan.pooled->next_ip == ((10u << 24) | (1u << 16) | 1u));
+}
+
+TEST_CASE("pool: three tiers, pools on the leaves, the middles and the core of the tree") {
+  // k=4: w0 under edge0 (pod 0), w4 under edge2 (pod 1); the tree is rooted at
+  // core0 through agg0 and agg2.
+  const json jobs = {{"pool", {{"slots", 16}}},
+                     {"jobs", {{{"id", 1}, {"workers", {"w0", "w4"}}, {"memory", "pooled"}}}}};
+  const Deployment d = run(fat_tree_cluster(4, 10.0), jobs);
+  REQUIRE(d.trees.size() == 1);
+  CHECK(d.trees[0].root == "core0");
+  for (const char* name : {"edge0", "agg0", "core0", "agg2", "edge2"}) {
+    INFO(name);
+    REQUIRE(pooled(sw(d, name), 1, 0));
+    CHECK(pooled(sw(d, name), 1, 0)->claim_cap == 16);
+    CHECK(pooled(sw(d, name), 1, 0)->group_size == 8);
+  }
+  for (const char* name : {"edge1", "agg1", "core1", "agg3"}) CHECK_FALSE(sw(d, name).settings.pool);
+  // w4's ring frames from w0 go up: edge0 (ports w0, w1, agg0, agg1) to
+  // agg0, agg0 (edge0, edge1, core0, core1) to core0.
+  auto route = [](const SwitchOutput& s, uint8_t host) -> int {
+    for (const pswitch::MacRoute& r : s.settings.mac_table) {
+      if (r.mac == config::MacAddress{0x02, 0, 0, 0x01, 0, host}) return static_cast<int>(r.port);
+    }
+    return -1;
+  };
+  CHECK(route(sw(d, "edge0"), 4) == 2);
+  CHECK(route(sw(d, "agg0"), 4) == 2);
+  CHECK(route(sw(d, "edge2"), 0) == 2);
+  CHECK(route(sw(d, "agg2"), 0) == 2);
+  CHECK(worker(d, "w0").plan.pooled->next_mac == config::MacAddress{0x02, 0, 0, 0x01, 0, 4});
 }
 
 TEST_CASE("pool: the claim entries' job id is one no job uses") {
