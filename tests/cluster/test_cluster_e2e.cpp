@@ -917,6 +917,11 @@ TEST_CASE("virtual cluster: two pooled jobs share a pool that fits one group", "
   const json& s0 = pswitch_named(r.summary, "s0");
   REQUIRE(s0.contains("pool"));
   CHECK(s0["pool"]["slots_high_water"].get<uint64_t>() <= 8);
+  // Every worker sent its last release before it went idle: every group
+  // released, the pool free again.
+  CHECK(s0["pool"]["free_slots"] == 8);
+  for (uint64_t job = 1; job <= 2; ++job)
+    CHECK(pool_tree(r.summary, "s0", job, 0)["pool"]["released_groups"] == 64);
   CHECK(s0["switch"]["binding_drops"] == 0);
   CHECK(s0["switch"]["claim_malformed"] == 0);
   CHECK_THAT(r.output, Contains("pooled: 64 groups"));

@@ -272,7 +272,8 @@ class AllreduceCore {
   void release(OpId id);                // forget a finished op
   // Unfinished allreduces, plus one while this worker still owes other
   // workers failover contributions or (pooled mode) ring frames not yet
-  // acknowledged (a caller keeps polling while non-zero).
+  // acknowledged, or owes the engines a release (a caller keeps polling
+  // while non-zero).
   size_t pending_ops() const { return pending_ + (failover_owed() || pool_owed() ? 1 : 0); }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
