@@ -589,10 +589,13 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
 }
 
 bool AllreduceCore::pool_owed() const {
+  return !failed() && (!ring_out_.empty() || !ring_acks_.empty());
+}
+
+// A release not sent yet: the engines free the finished groups' slots only
+// when they hear it, also after this worker's last allreduce.
+bool AllreduceCore::release_owed() const {
   if (failed()) return false;
-  if (!ring_out_.empty() || !ring_acks_.empty()) return true;
-  // A release not sent yet: the engines free the finished groups' slots
-  // only when they hear it, also after this worker's last allreduce.
   for (const auto& tp : trees_) {
     if (tp->state == Tree::State::kActive && tp->release_due) return true;
   }

@@ -274,7 +274,9 @@ class AllreduceCore {
   // workers failover contributions or (pooled mode) ring frames not yet
   // acknowledged, or owes the engines a release (a caller keeps polling
   // while non-zero).
-  size_t pending_ops() const { return pending_ + (failover_owed() || pool_owed() ? 1 : 0); }
+  size_t pending_ops() const {
+    return pending_ + (failover_owed() || pool_owed() || (pooled() && release_owed()) ? 1 : 0);
+  }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
   // Continuing a job in a new communicator (e.g. a process group destroyed
@@ -404,6 +406,7 @@ class AllreduceCore {
                  std::vector<uint32_t> values);
   void group_done(Tree& t, Group& g);
   bool pool_owed() const;
+  bool release_owed() const;
   bool pool_can_send() const;
   bool pool_sendable(const Tree& t) const;
   uint64_t pool_next_timer() const;
