@@ -508,7 +508,7 @@ void Planner::assign_shares() {
              "; use fewer trees or jobs, or fewer claim entries");
       }
       pool->table_base = static_cast<uint32_t>(mine.size());
-      pool->table_count = std::max<uint32_t>(1, std::min(wanted, free_entries));
+      pool->table_count = wanted;
     }
     uint32_t base = pool ? pool->size : 0;
     uint32_t pool_slot = 0;
