@@ -150,6 +150,30 @@ TEST_CASE("pool: claim caps weighted as shares are, overcommitted, at most the p
   CHECK(pooled(sw(d2, "s0"), 2, 0)->claim_cap == 32);
 }
 
+TEST_CASE("pool: priorities weight the claim caps as they weight shares") {
+  // Job 1 is the more GPU-intensive (10 ms per MB against 1): level 0, weight
+  // 1 x 2; job 2 level 1, weight 1 x 1. Caps 60 * 2/3 = 40 and 60 * 1/3 = 20.
+  const json jobs = {{"shares", "weighted"},
+                     {"priorities", {{"levels", 2}, {"dscp", {46, 0}}}},
+                     {"pool", {{"slots", 60}}},
+                     {"jobs",
+                      {{{"id", 1},
+                        {"workers", workers(0, 2)},
+                        {"memory", "pooled"},
+                        {"compute_ms", 10},
+                        {"gradient_bytes", 1e6}},
+                       {{"id", 2},
+                        {"workers", workers(2, 2)},
+                        {"memory", "pooled"},
+                        {"compute_ms", 1},
+                        {"gradient_bytes", 1e6}}}}};
+  const Deployment d = run(single_switch_cluster(4, 10.0), jobs);
+  CHECK(pooled(sw(d, "s0"), 1, 0)->claim_cap == 40);
+  CHECK(pooled(sw(d, "s0"), 2, 0)->claim_cap == 20);
+  CHECK(worker(d, "w0").plan.dscp == 46);
+  CHECK(worker(d, "w2").plan.trees[0].initial_cwnd_cap == 20);
+}
+
 TEST_CASE("pool: two tiers, a pool on every PSwitch of the pooled job's tree only") {
   // w0, w2 (job 1), w4, w6 (job 2) under leaf0; w1, w3, w5, w7 under leaf1.
   // Job 1 (pooled) is rooted at spine0, job 2 (fixed share) at spine1.
