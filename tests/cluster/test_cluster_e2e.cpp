@@ -825,3 +825,167 @@ TEST_CASE("validation gaps: sizes and PSwitch configs are refused with a clear m
   CHECK_THAT(r.output, Contains("child id 64 is over 63"));
   std::filesystem::remove_all(dir);
 }
+
+// ------------------------------------------------------------ pooled jobs
+
+namespace {
+
+// The counters of job `job` tree `tree` at `pswitch`: a pooled tree's, with its "pool".
+const json& pool_tree(const json& summary, const std::string& pswitch, uint64_t job, uint64_t tree) {
+  for (const json& t : pswitch_named(summary, pswitch)["trees"]) {
+    if (t["job"] == job && t["tree"] == tree) {
+      REQUIRE(t.contains("pool"));
+      return t;
+    }
+  }
+  FAIL("no tree " << job << "/" << tree << " at " << pswitch);
+  throw;
+}
+
+uint64_t denied_total(const json& pool) {
+  uint64_t n = 0;
+  for (const auto& [reason, count] : pool["denied"].items()) n += count.get<uint64_t>();
+  return n;
+}
+
+// How a pooled job's groups finished: the same on every worker (each group
+// all in the network or all on the ring), every group one way or the other,
+// and per tree the root's emissions are exactly G results per group this
+// job finished in the network: no other tenant's results in them, none of
+// its own elsewhere. Returns rank 0's (in_network, on_ring).
+std::pair<uint64_t, uint64_t> check_pooled_job(const json& summary, uint64_t job, uint64_t trees,
+                                               uint64_t groups_per_tree, uint64_t g,
+                                               const std::vector<std::string>& roots) {
+  const json* rank0 = nullptr;
+  for (const json& w : summary["workers"]) {
+    if (w["job"] == job && w["rank"] == 0) rank0 = &w;
+  }
+  REQUIRE(rank0);
+  REQUIRE(rank0->contains("pool"));
+  for (const json& w : summary["workers"]) {
+    if (w["job"] != job) continue;
+    REQUIRE(w.contains("pool"));
+    CHECK(w["pool"]["in_network"] == (*rank0)["pool"]["in_network"]);
+    CHECK(w["pool"]["on_ring"] == (*rank0)["pool"]["on_ring"]);
+    CHECK(w["pool"]["ring_malformed"] == 0);
+    CHECK(w["pool"]["denied_after_result"] == 0);
+  }
+  for (uint64_t t = 0; t < trees; ++t) {
+    const json& wt = (*rank0)["trees"][t]["pool"];
+    CHECK(wt["groups"] == groups_per_tree);
+    CHECK(wt["in_network"].get<uint64_t>() + wt["on_ring"].get<uint64_t>() == groups_per_tree);
+    const json& root_tree = pool_tree(summary, roots[t], job, t);
+    const json& root = root_tree["pool"];
+    // Every group finished in the network emitted its G results at the
+    // root, and the root emitted for no other group (re-sent results to a
+    // retransmitting worker apart).
+    CHECK(root_tree["results_emitted"] == g * wt["in_network"].get<uint64_t>());
+    CHECK(root["granted"].get<uint64_t>() >= wt["in_network"].get<uint64_t>());
+    CHECK(root["granted"].get<uint64_t>() + denied_total(root) == groups_per_tree);
+    CHECK(root["drop_bad_child"] == 0);
+    CHECK(root["drop_stale_group"] == 0);
+    CHECK(root["commit_failures"] == 0);
+    CHECK(root["unmapped"] == 0);
+  }
+  const json& p = summary["pool"][std::to_string(job)];
+  CHECK(p["groups"] == trees * groups_per_tree);
+  return {p["in_network"].get<uint64_t>(), p["on_ring"].get<uint64_t>()};
+}
+
+}  // namespace
+
+// Its own CTest entry (test_cluster_pool): hidden from the default run.
+// Two pooled jobs on one PSwitch whose pool holds one group at a time (8
+// slots, G = 8, each job's claim cap the whole pool): whichever job's claim
+// comes first takes it, the other's groups go to its ring meanwhile. Both
+// jobs bit-exact; every group finished one way on every worker; the engine's
+// emissions per tree are the job's own network groups; the pool never held
+// more than its 8 slots.
+TEST_CASE("virtual cluster: two pooled jobs share a pool that fits one group", "[.pool]") {
+  const Run r =
+      cluster("--jobs 2 --workers 3 --trees 1 --size 1MiB --iterations 2 --pool 8 --group 8 --overcommit 2");
+  require_all_ok(r, 6);
+  // 262144 elements / 1024 per packet = 256 sequences = 32 groups per allreduce.
+  uint64_t in_network = 0, on_ring = 0;
+  for (uint64_t job = 1; job <= 2; ++job) {
+    const auto [net, ring] = check_pooled_job(r.summary, job, 1, 64, 8, {"s0"});
+    in_network += net;
+    on_ring += ring;
+  }
+  CHECK(in_network > 0);
+  CHECK(on_ring > 0);
+  const json& s0 = pswitch_named(r.summary, "s0");
+  REQUIRE(s0.contains("pool"));
+  CHECK(s0["pool"]["slots_high_water"].get<uint64_t>() <= 8);
+  // Every worker sent its last release before it went idle: every group
+  // released, the pool free again.
+  CHECK(s0["pool"]["free_slots"] == 8);
+  for (uint64_t job = 1; job <= 2; ++job)
+    CHECK(pool_tree(r.summary, "s0", job, 0)["pool"]["released_groups"] == 64);
+  CHECK(s0["switch"]["binding_drops"] == 0);
+  CHECK(s0["switch"]["claim_malformed"] == 0);
+  CHECK_THAT(r.output, Contains("pooled: 64 groups"));
+  CHECK_THAT(r.output, Contains("(pooled): claims"));
+}
+
+// A pooled job next to a fixed-share job, bf16: the pooled job's groups are
+// bit-exact whichever way they went (one PSwitch: the network and the ring
+// both round the exact sum once), and the fixed-share job's engine counters
+// are exactly its own chunks, as without a pool.
+TEST_CASE("virtual cluster: a pooled bf16 job next to a fixed-share one", "[.pool]") {
+  const Run r = cluster(
+      "--jobs 2 --workers 3 --trees 2 --size 1MiB --iterations 2 --dtype bf16 --pool 64 --pooled-jobs 1");
+  require_all_ok(r, 6);
+  // 524288 bf16 elements / 1024 = 512 chunks, 256 per tree = 32 groups of 8 per allreduce.
+  const auto [net, ring] = check_pooled_job(r.summary, 1, 2, 64, 8, {"s0", "s0"});
+  CHECK(net + ring == 128);
+  CHECK_FALSE(r.summary["pool"].contains("2"));
+  for (const json& w : r.summary["workers"]) CHECK(w.contains("pool") == (w["job"] == 1));
+  const json& s0 = pswitch_named(r.summary, "s0");
+  for (const json& t : s0["trees"]) {
+    if (t["job"] != 2) continue;
+    CHECK_FALSE(t.contains("pool"));
+    const uint64_t tree = t["tree"].get<uint64_t>();
+    CHECK(t["engine"]["emitted"] == 2 * chunks_of_tree(524288, 1024, 2, tree));
+    CHECK(t["engine"]["aggregated"] == 3 * 2 * chunks_of_tree(524288, 1024, 2, tree));
+    CHECK(t["engine"]["drop_seq_window"] == 0);
+  }
+  CHECK(r.summary["rounding"]["1"]["rounded"].get<uint64_t>() > 0);
+  CHECK(r.summary["rounding"]["2"]["rounded"].get<uint64_t>() > 0);
+}
+
+// Two tiers: the pooled trees' leaves and spines each keep a pool; ring
+// frames between ranks under different leaves go up to the tree's root
+// spine by the leaves' MAC routes and down by the spine's, as ordinary
+// traffic: no rank receives another pair's ring frames (none malformed).
+TEST_CASE("virtual cluster: pooled jobs on two tiers, rings across the leaves", "[.pool]") {
+  const Run r = cluster(
+      "--topology two-tier:4x2 --jobs 2 --workers 4 --trees 1 --size 1MiB --iterations 2 --pool 8 --group 8 "
+      "--overcommit 2");
+  require_all_ok(r, 8);
+  const auto [net1, ring1] = check_pooled_job(r.summary, 1, 1, 64, 8, {"spine0"});
+  const auto [net2, ring2] = check_pooled_job(r.summary, 2, 1, 64, 8, {"spine1"});
+  CHECK(net1 + net2 > 0);
+  CHECK(ring1 + ring2 > 0);
+  // Job 1's ranks sit under leaf0 and leaf2: its ring crossed the spines.
+  for (const char* leaf : {"leaf0", "leaf2"})
+    CHECK(pool_tree(r.summary, leaf, 1, 0)["pool"]["drop_bad_child"] == 0);
+}
+
+TEST_CASE("pooled options are refused where they do not apply", "[e2e]") {
+  Run r = cluster("--group 8 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--group applies only with --pool"));
+  r = cluster("--pool 8 --pooled-jobs 3 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--pooled-jobs: job 3 is not one of the 1 job(s)"));
+  r = cluster("--topology two-tier --pool 8 --dtype bf16 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--pool with --dtype bf16 needs --topology single"));
+  r = cluster("--baseline ring --pool 8 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("--pool applies to in-network aggregation only"));
+  r = cluster("--pool 8 --group 16 --size 4");
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.output, Contains("group 16 is larger than what fits"));
+}

@@ -1215,6 +1215,47 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(c.pending_ops() == 0);
 }
 
+TEST_CASE("pooled: the last release is pending work until it is sent") {
+  JobSpec j;
+  j.world = 2;
+  j.group_size = 2;
+  RigOptions o;
+  o.elems = 4;
+  const Plan plan = pooled_plan(j, 0, o);
+  AllreduceCore c(plan);
+  std::vector<float> buf(8, 1.0f);
+  const OpId id = c.start(buf.data(), buf.size(), 0);  // chunks 0, 1: group 0
+  auto on = [&](const Frame& f) { return c.on_frame(f.data(), static_cast<uint32_t>(f.size()), 1000); };
+  auto result = [&](uint32_t seq) {
+    wire::Header h = test::contribution(1, 10, 0, seq, 4);
+    h.type = static_cast<uint8_t>(wire::PacketType::kResultDown);
+    return test::make_frame(h, std::vector<uint32_t>(4, test::f2u(2.0f)));
+  };
+  poll_all(c, 0);
+  CHECK(on(answer(0, true)));
+  poll_all(c, 1000);
+  CHECK(on(result(0)));
+  poll_all(c, 2000);
+  CHECK(on(result(1)));
+  CHECK(c.status(id) == OpStatus::kDone);
+  // The allreduce is done, but the engines still hold group 0's slots: the
+  // release is owed, so a caller keeps polling.
+  CHECK(c.stats().pool.releases_sent == 0);
+  CHECK(c.pending_ops() == 1);
+  CHECK(c.can_send());
+  // It is no unfinished allreduce: a next communicator may continue from here
+  // (and repeats the release with its first claims).
+  CHECK(c.next_sequences() == std::vector<uint32_t>{2});
+  const std::vector<Frame> f = poll_all(c, 3000);
+  REQUIRE(f.size() == 1);
+  wire::Header h;
+  claim::Frame cf;
+  REQUIRE(claim::parse_frame(f[0].data(), static_cast<uint32_t>(f[0].size()), kPort, h, cf) ==
+          claim::Class::kRelease);
+  CHECK(cf.seq == 1);
+  CHECK(c.pending_ops() == 0);
+}
+
 TEST_CASE("pooled: a group finished on the ring outlives its forgotten allreduce safely") {
   JobSpec j;
   j.world = 2;

@@ -43,7 +43,7 @@ std::string option_not_for_mode(const CLI::App& app, const ClusterOptions& o) {
     for (const char* name :
          {"--trees", "--backup-trees", "--failover-after", "--packet-memory", "--shares", "--rto-min-us",
           "--retry-budget", "--zero-copy-send", "--streaming-copy-bytes", "--fail-switch", "--ring-channels",
-          "--faults", "--elems-per-packet", "--poll"}) {
+          "--faults", "--elems-per-packet", "--poll", "--pool"}) {
       if (given(name)) return std::string(name) + " does not apply to --baseline gloo (no PSwitch, no DPDK)";
     }
     return {};
@@ -56,7 +56,7 @@ std::string option_not_for_mode(const CLI::App& app, const ClusterOptions& o) {
     // The ring baseline has no trees, engine slots or PANAMA protocol.
     for (const char* name :
          {"--trees", "--backup-trees", "--failover-after", "--packet-memory", "--shares", "--rto-min-us",
-          "--retry-budget", "--zero-copy-send", "--streaming-copy-bytes", "--fail-switch"}) {
+          "--retry-budget", "--zero-copy-send", "--streaming-copy-bytes", "--fail-switch", "--pool"}) {
       if (given(name))
         return std::string(name) + " applies to in-network aggregation only, not to --baseline ring";
     }

@@ -84,6 +84,15 @@ void wait_until_ready(const Node& ready, const std::string& stats_path, std::vec
 PlannedRun plan_run(const ClusterOptions& opt) {
   json cluster_desc;
   const uint32_t hosts = opt.workers * opt.jobs;
+  if (opt.pool_slots > 0 && opt.dtype != wire::ElemType::kFloat32 && opt.topology != "single") {
+    // A 16-bit sum is rounded at every engine that emits it (each leaf's
+    // partial, then the root's) but once on the ring: with more than one
+    // leaf the two ways give different bits, and the workers' reference
+    // cannot tell which way each group went.
+    throw SetupError("--pool with --dtype " + std::string(dtype_name(opt.dtype)) +
+                     " needs --topology single (a 16-bit group summed on the ring is rounded once, in the "
+                     "network at every leaf too)");
+  }
   if (opt.topology == "single") {
     cluster_desc = controller::single_switch_cluster(hosts, opt.link_gbps);
   } else if (opt.topology == "two-tier") {
@@ -114,6 +123,18 @@ PlannedRun plan_run(const ClusterOptions& opt) {
     for (uint32_t w = 0; w < opt.workers; ++w) ws.push_back("w" + std::to_string(w * opt.jobs + j));
     jobs_desc["jobs"].push_back({{"id", j + 1}, {"workers", ws}, {"trees", opt.trees}, {"weight", j + 1}});
     if (opt.backup_trees) jobs_desc["jobs"].back()["backup_trees"] = true;
+    const bool pooled = opt.pool_slots > 0 &&
+                        (opt.pooled_jobs.empty() || std::find(opt.pooled_jobs.begin(), opt.pooled_jobs.end(),
+                                                              j + 1) != opt.pooled_jobs.end());
+    if (pooled) {
+      jobs_desc["jobs"].back()["memory"] = "pooled";
+      if (opt.pool_group > 0) jobs_desc["jobs"].back()["group"] = opt.pool_group;
+    }
+  }
+  if (opt.pool_slots > 0) {
+    json pool = {{"slots", opt.pool_slots}, {"overcommit", opt.pool_overcommit}};
+    if (opt.pool_lease_us > 0) pool["lease_us"] = opt.pool_lease_us;
+    jobs_desc["pool"] = pool;
   }
 
   PlannedRun run;
@@ -541,6 +562,30 @@ void report_jobs(const ClusterOptions& opt, json& summary) {
         human_bytes(static_cast<double>(sent)).c_str(), human_bytes(static_cast<double>(received)).c_str(),
         static_cast<unsigned long long>(opt.elems), dtype_name(opt.dtype));
     summary["payload_bytes"][std::to_string(j)] = {{"sent", sent}, {"completed", received}};
+    // Pooled mode: how the job's groups finished (every worker finishes a
+    // group the same way; rank 0's counts) and what its ring carried.
+    if (rank0 && rank0->contains("pool")) {
+      const json& p = (*rank0)["pool"];
+      uint64_t ring_bytes = 0;
+      for (const json& r : summary["workers"]) {
+        if (r.value("job", 0u) == j && r.contains("pool"))
+          ring_bytes += r["pool"].value("ring_bytes_sent", uint64_t{0});
+      }
+      std::printf(
+          "  pooled: %llu groups, %llu finished in the network, %llu on the ring (granted %llu, denied %llu, "
+          "expired %llu; rank 0); ring payload %s sent (all workers)\n",
+          static_cast<unsigned long long>(p.value("groups", uint64_t{0})),
+          static_cast<unsigned long long>(p.value("in_network", uint64_t{0})),
+          static_cast<unsigned long long>(p.value("on_ring", uint64_t{0})),
+          static_cast<unsigned long long>(p.value("granted", uint64_t{0})),
+          static_cast<unsigned long long>(p.value("denied", uint64_t{0})),
+          static_cast<unsigned long long>(p.value("expired", uint64_t{0})),
+          human_bytes(static_cast<double>(ring_bytes)).c_str());
+      summary["pool"][std::to_string(j)] = {{"groups", p.value("groups", uint64_t{0})},
+                                            {"in_network", p.value("in_network", uint64_t{0})},
+                                            {"on_ring", p.value("on_ring", uint64_t{0})},
+                                            {"ring_bytes_sent", ring_bytes}};
+    }
     if (opt.dtype != wire::ElemType::kFloat32 && checked > 0) {
       // The workers' check: every element against the exact sum rounded to
       // nearest even (each leaf's partial sum first, on two tiers).
@@ -631,6 +676,25 @@ void report_switches(const std::vector<json>& switch_counters, json& summary) {
         }
       }
       for (const json& t : st["trees"]) {
+        if (t.contains("pool")) {
+          // A pooled tree has no engine entry of its own: its groups' claim entries come and go.
+          const json& p = t["pool"];
+          uint64_t denied = 0;
+          for (const auto& [reason, n] : p["denied"].items()) denied += n.get<uint64_t>();
+          std::printf(
+              "  job %u tree %u (pooled): claims %llu, granted %llu, denied %llu (%s), expired %llu, "
+              "emitted %llu, released groups %llu, drops: no claim %llu, stale group %llu, bad child %llu\n",
+              t["job"].get<unsigned>(), t["tree"].get<unsigned>(),
+              (unsigned long long)p.value("claims_in", uint64_t{0}),
+              (unsigned long long)p.value("granted", uint64_t{0}), (unsigned long long)denied,
+              p["denied"].dump().c_str(), (unsigned long long)p.value("expired", uint64_t{0}),
+              (unsigned long long)p.value("emissions", uint64_t{0}),
+              (unsigned long long)p.value("released_groups", uint64_t{0}),
+              (unsigned long long)p.value("drop_no_claim", uint64_t{0}),
+              (unsigned long long)p.value("drop_stale_group", uint64_t{0}),
+              (unsigned long long)p.value("drop_bad_child", uint64_t{0}));
+          continue;
+        }
         const json& e = t["engine"];
         std::printf(
             "  job %u tree %u: aggregated %llu, emitted %llu, duplicates %llu, retrans served %llu, "
@@ -642,6 +706,14 @@ void report_switches(const std::vector<json>& switch_counters, json& summary) {
             (unsigned long long)e.value("retrans_served", uint64_t{0}),
             (unsigned long long)e.value("ecn_marked", uint64_t{0}),
             (unsigned long long)e.value("drop_seq_window", uint64_t{0}));
+      }
+      if (st.contains("pool")) {
+        const json& p = st["pool"];
+        std::printf(
+            "  pool: %llu slots free at the end (high water %llu held), claim entries committed %llu\n",
+            (unsigned long long)p.value("free_slots", uint64_t{0}),
+            (unsigned long long)p.value("slots_high_water", uint64_t{0}),
+            (unsigned long long)p.value("entry_commits", uint64_t{0}));
       }
       if (st.contains("engine_queue")) {
         const json& q = st["engine_queue"];

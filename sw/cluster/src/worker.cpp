@@ -42,6 +42,27 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
           {"replayed_unanswered", t.replayed_unanswered}};
 }
 
+// A pooled worker's groups and its ring traffic (runtime::PoolStats).
+nlohmann::json pool_stats_json(const runtime::PoolStats& p) {
+  return {{"groups", p.groups},
+          {"claims_sent", p.claims_sent},
+          {"claim_timeouts", p.claim_timeouts},
+          {"granted", p.granted},
+          {"denied", p.denied},
+          {"expired", p.expired},
+          {"denied_by_peer", p.denied_by_peer},
+          {"in_network", p.in_network},
+          {"on_ring", p.on_ring},
+          {"answers_ignored", p.answers_ignored},
+          {"denied_after_result", p.denied_after_result},
+          {"releases_sent", p.releases_sent},
+          {"ring_frames_sent", p.ring_frames_sent},
+          {"ring_retransmissions", p.ring_retransmissions},
+          {"ring_bytes_sent", p.ring_bytes_sent},
+          {"ring_frames_received", p.ring_frames_received},
+          {"ring_malformed", p.ring_malformed}};
+}
+
 nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan, runtime::Communicator& comm,
                            const WorkerProgress& progress, nlohmann::json report);
 
@@ -172,8 +193,10 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
         tj["max_cwnd"] = std::max(max_cwnd[t], s.trees[t].cwnd);
         tj["cap_violations"] = cap_violations[t];
       }
+      if (plan.pooled) tj["pool"] = pool_stats_json(s.trees[t].pool);
       report["trees"].push_back(tj);
     }
+    if (plan.pooled) report["pool"] = pool_stats_json(s.pool);
     report["ok"] = mismatches == 0;
   } catch (const std::exception& e) {
     report["ok"] = false;

@@ -128,8 +128,8 @@ bool parse_tree_shape(const std::string& name, TreeShape& out) {
 
 JobsDesc parse_jobs(const json& j, const std::string& origin) {
   const JsonSource src(origin, &config::throw_as<ControllerError>);
-  const JsonObject top(src, j, "",
-                       {"jobs", "shares", "udp_port", "elems_per_packet", "congestion", "priorities"});
+  const JsonObject top(
+      src, j, "", {"jobs", "shares", "udp_port", "elems_per_packet", "congestion", "priorities", "pool"});
   JobsDesc d;
   const std::string shares = top.string("shares", "equal");
   if (shares != "equal" && shares != "weighted") {
@@ -175,11 +175,21 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
       d.priority_dscp.push_back(v);
     }
   }
+  if (top.has("pool")) {
+    const JsonObject o = top.object("pool", {"slots", "lease_us", "table_entries", "overcommit"});
+    PoolDesc p;
+    // At most 512 slots: the pool's free-slot bitmap (ClaimPool).
+    p.slots = static_cast<uint32_t>(o.uint("slots", 1, 512));
+    p.lease_us = o.uint("lease_us", 1, 60000000, p.lease_us);
+    p.table_entries = static_cast<uint32_t>(o.uint("table_entries", 1, 256, 0));
+    p.overcommit = o.number("overcommit", 1.0, 1e6, p.overcommit);
+    d.pool = p;
+  }
   const json& jobs = top.array("jobs", true);
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JsonObject o(src, jobs[i], json_path("jobs", i),
                        {"id", "workers", "trees", "shape", "weight", "dscp", "backup_trees", "compute_ms",
-                        "gradient_bytes"});
+                        "gradient_bytes", "memory", "group"});
     JobDesc job;
     job.id = static_cast<uint16_t>(o.uint("id", 0, 0xFFFF));
     job.trees = static_cast<uint32_t>(o.uint("trees", 1, 255, 1));
@@ -201,11 +211,30 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
       }
     }
     if (job.backup_trees && job.trees > 127) o.fail("trees", "at most 127 with backup_trees");
+    const std::string memory = o.string("memory", "share");
+    if (memory != "share" && memory != "pooled") {
+      o.fail("memory", "must be \"share\" or \"pooled\" (got \"" + memory + "\")");
+    }
+    job.pooled = memory == "pooled";
+    if (job.pooled) {
+      if (!d.pool) o.fail("memory", "a pooled job needs the engines' pool (the top-level \"pool\")");
+      if (job.backup_trees)
+        o.fail("backup_trees",
+               "a pooled job has no standby trees (tree failover is not supported in pooled mode)");
+      if (job.shape == TreeShape::kChain)
+        o.fail("shape", "chain trees are not supported in pooled mode (a pooled job's trees are \"spine\")");
+      job.group = static_cast<uint32_t>(o.uint("group", 1, 512, 0));
+    } else if (o.has("group")) {
+      o.fail("group", "applies only to a pooled job (\"memory\": \"pooled\")");
+    }
     const json& workers = o.array("workers", true);
     for (size_t k = 0; k < workers.size(); ++k) {
       job.workers.push_back(src.string(workers[k], json_path(o.path("workers"), k)));
     }
     d.jobs.push_back(job);
+  }
+  if (d.pool && std::none_of(d.jobs.begin(), d.jobs.end(), [](const JobDesc& job) { return job.pooled; })) {
+    top.fail("pool", "no job is pooled (\"memory\": \"pooled\"); the pool would sit idle");
   }
   return d;
 }

@@ -388,15 +388,80 @@ void Planner::add_chain_tree(const JobDesc& job, uint8_t tree, const std::vector
   }
 }
 
+bool Planner::is_pooled(uint16_t job) const {
+  for (const JobDesc& j : jd.jobs) {
+    if (j.id == job) return j.pooled;
+  }
+  return false;
+}
+
+// Pooled jobs: a pool on every PSwitch that serves one, each pooled tree's
+// claim cap there (its part of the pool weighted as shares are, times the
+// overcommit, at most the pool), each pooled job's G (at most its smallest
+// cap), and the claim entries' job id.
+void Planner::assign_claim_caps() {
+  if (!jd.pool) return;
+  const PoolDesc& pd = *jd.pool;
+  std::map<uint16_t, std::pair<uint32_t, size_t>> least_cap;  // pooled job -> (cap, PSwitch)
+  for (size_t s = 0; s < c.switches.size(); ++s) {
+    double weight_sum = 0;
+    for (const PendingEntry& e : entries) {
+      if (e.sw == s && is_pooled(e.job)) weight_sum += jd.weighted_shares ? e.weight : 1.0;
+    }
+    if (weight_sum == 0) continue;
+    PendingPool& pool = pools[s];
+    pool.size = pd.slots;
+    for (const PendingEntry& e : entries) {
+      if (e.sw != s || !is_pooled(e.job)) continue;
+      const double w = jd.weighted_shares ? e.weight : 1.0;
+      const double part = pd.overcommit * static_cast<double>(pd.slots) * w / weight_sum;
+      const uint32_t cap = static_cast<uint32_t>(std::min<double>(pd.slots, part));
+      if (cap < 1) {
+        fail("PSwitch '" + c.switches[s].name + "': its pool of " + std::to_string(pd.slots) +
+             " slots gives job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +
+             " a claim cap of no slot; use a larger pool, a larger overcommit, fewer pooled trees or other "
+             "weights");
+      }
+      pool.caps[{e.job, e.tree}] = cap;
+      auto it = least_cap.find(e.job);
+      if (it == least_cap.end() || cap < it->second.first) least_cap[e.job] = {cap, s};
+    }
+  }
+  for (const JobDesc& job : jd.jobs) {
+    if (!job.pooled) continue;
+    const auto [cap, s] = least_cap.at(job.id);
+    const uint32_t g = job.group ? job.group : std::min<uint32_t>(8, cap);
+    if (g > cap) {
+      fail("job " + std::to_string(job.id) + ": group " + std::to_string(g) +
+           " is larger than what fits: its claim cap on PSwitch '" + c.switches[s].name + "' is " +
+           std::to_string(cap) + " slots (pool of " + std::to_string(pd.slots) +
+           "); use a smaller group, a larger pool or a larger overcommit");
+    }
+    group_of[job.id] = g;
+  }
+  // A key no (job, tree) of the deployment has: an id no job uses.
+  std::set<uint16_t> ids;
+  for (const JobDesc& job : jd.jobs) ids.insert(job.id);
+  while (ids.count(claim_job)) --claim_job;
+}
+
 // Each PSwitch's packet memory divided among its entries (equal or
-// weighted shares Q), and the entries' addresses.
+// weighted shares Q), and the entries' addresses. With a pool, the fixed
+// shares divide what the pool leaves (slots from `pool.size` up), a pooled
+// tree's entry is a template on one pool slot, and the claim entries follow
+// the switch's own entries in the table.
 void Planner::assign_shares() {
+  assign_claim_caps();
   for (size_t s = 0; s < c.switches.size(); ++s) {
     std::vector<PendingEntry*> mine;
     double weight_sum = 0;
+    size_t pooled_count = 0;
     for (PendingEntry& e : entries) {
-      if (e.sw == s) {
-        mine.push_back(&e);
+      if (e.sw != s) continue;
+      mine.push_back(&e);
+      if (is_pooled(e.job)) {
+        ++pooled_count;
+      } else {
         weight_sum += jd.weighted_shares ? e.weight : 1.0;
       }
     }
@@ -410,26 +475,71 @@ void Planner::assign_shares() {
            " elements do not fit a slot of PSwitch '" + sd.name + "' (" +
            std::to_string(sd.engine.slot_elems) + " elements)");
     }
-    uint32_t base = 0;
+    const auto pool_it = pools.find(s);
+    PendingPool* pool = pool_it == pools.end() ? nullptr : &pool_it->second;
+    uint32_t shared_memory = sd.engine.packet_memory;
+    if (pool) {
+      const std::string where =
+          "PSwitch '" + sd.name + "': the pool of " + std::to_string(pool->size) + " slots";
+      if (pool->size > sd.engine.packet_memory) {
+        fail(where + " is larger than its packet memory of " + std::to_string(sd.engine.packet_memory) +
+             " slots");
+      }
+      if (pool->size == sd.engine.packet_memory && pooled_count < mine.size()) {
+        fail(where + " leaves no packet memory for its " + std::to_string(mine.size() - pooled_count) +
+             " fixed-share entries");
+      }
+      if (pooled_count > pool->size) {
+        fail(where + " is smaller than its " + std::to_string(pooled_count) +
+             " pooled trees (each needs a pool slot)");
+      }
+      shared_memory -= pool->size;
+      // Claim entries: as many as the table holds after the switch's own
+      // entries, at most one per group of the smallest G that fits the pool.
+      const uint32_t free_entries = sd.engine.table_entries - static_cast<uint32_t>(mine.size());
+      uint32_t least_g = pool->size;
+      for (const auto& [key, cap] : pool->caps) least_g = std::min(least_g, group_of.at(key.first));
+      const uint32_t wanted = jd.pool->table_entries ? jd.pool->table_entries : pool->size / least_g;
+      if (free_entries == 0 || wanted > free_entries) {
+        fail("PSwitch '" + sd.name + "': its " + std::to_string(sd.engine.table_entries) +
+             "-entry table holds " + std::to_string(mine.size()) + " (job, tree) entries and leaves " +
+             std::to_string(free_entries) + " for the pool's claim entries" +
+             (jd.pool->table_entries ? " (pool.table_entries is " + std::to_string(wanted) + ")" : "") +
+             "; use fewer trees or jobs, or fewer claim entries");
+      }
+      pool->table_base = static_cast<uint32_t>(mine.size());
+      pool->table_count = wanted;
+    }
+    uint32_t base = pool ? pool->size : 0;
+    uint32_t pool_slot = 0;
     for (size_t i = 0; i < mine.size(); ++i) {
       PendingEntry& e = *mine[i];
-      const double w = jd.weighted_shares ? e.weight : 1.0;
-      const uint32_t q = static_cast<uint32_t>(static_cast<double>(sd.engine.packet_memory) * w / weight_sum);
-      if (q < 1) {
-        fail("PSwitch '" + sd.name + "': its packet memory of " + std::to_string(sd.engine.packet_memory) +
-             " slots leaves job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +
-             " no slot; use fewer trees or jobs, more memory, or other weights");
-      }
       config::EntryConfig& ec = e.cfg;
+      if (is_pooled(e.job)) {
+        // A template: never committed; a distinct pool slot passes the node
+        // config's checks (docs/pswitch.md, "The pool").
+        ec.slot_base = pool_slot++;
+        ec.slot_count = 1;
+      } else {
+        const double w = jd.weighted_shares ? e.weight : 1.0;
+        const uint32_t q = static_cast<uint32_t>(static_cast<double>(shared_memory) * w / weight_sum);
+        if (q < 1) {
+          fail("PSwitch '" + sd.name + "': its packet memory of " + std::to_string(sd.engine.packet_memory) +
+               " slots" +
+               (pool ? " (" + std::to_string(pool->size) + " of them the pool's)" : std::string()) +
+               " leaves job " + std::to_string(e.job) + " tree " + std::to_string(e.tree) +
+               " no slot; use fewer trees or jobs, more memory, or other weights");
+        }
+        ec.slot_base = base;
+        ec.slot_count = q;
+        base += q;
+      }
       ec.index = static_cast<uint32_t>(i);
       ec.job = e.job;
       ec.tree = e.tree;
       ec.root = e.root;
       ec.fan_in = static_cast<uint32_t>(e.children.size());
       for (size_t k = 0; k < e.children.size(); ++k) ec.children.push_back(static_cast<uint8_t>(k));
-      ec.slot_base = base;
-      ec.slot_count = q;
-      base += q;
       ec.out_child_id = e.out_child_id;
       ec.eth_src = sd.mac;
       ec.ip_src = sd.ip;
@@ -449,6 +559,12 @@ void Planner::assign_shares() {
 }
 
 uint32_t Planner::entry_share(size_t sw, uint16_t job, uint8_t tree) const {
+  // A pooled tree: its claim cap, what the results' cwnd_cap is capped at.
+  const auto pool = pools.find(sw);
+  if (pool != pools.end()) {
+    const auto cap = pool->second.caps.find({job, tree});
+    if (cap != pool->second.caps.end()) return cap->second;
+  }
   for (const PendingEntry& e : entries) {
     if (e.sw == sw && e.job == job && e.tree == tree) return e.cfg.slot_count;
   }

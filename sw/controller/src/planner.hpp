@@ -59,6 +59,14 @@ struct PendingHop {
   std::string child, parent;  // the leaves, neighbours of the spine
 };
 
+// The pool of a PSwitch that serves pooled trees (its "pool" settings):
+// slots 0..size-1, table entries table_base.., a claim cap per pooled tree.
+struct PendingPool {
+  uint32_t size = 0;
+  uint32_t table_base = 0, table_count = 0;
+  std::map<std::pair<uint16_t, uint8_t>, uint32_t> caps;  // (job, tree) -> claim cap
+};
+
 // plan_deployment's steps, in the order docs/controller.md describes them:
 // name the nodes, check the links (one PSwitch or a leaf-spine fabric),
 // build each job's trees, divide each PSwitch's packet memory into shares,
@@ -99,6 +107,8 @@ class Planner {
                       std::map<size_t, std::vector<std::string>>& leaf_workers,
                       const std::vector<size_t>& spines, size_t turn, int backup_for);
   void assign_shares();
+  void assign_claim_caps();
+  bool is_pooled(uint16_t job) const;
   uint32_t entry_share(size_t sw, uint16_t job, uint8_t tree) const;
   const std::string& parent_of(size_t sw, uint16_t job, uint8_t tree) const;
   size_t root_of(uint16_t job, uint8_t tree) const;
@@ -123,6 +133,9 @@ class Planner {
   std::map<size_t, ChainLink> chain_links;  // by index in entries: the entries of chain trees
   std::vector<PendingHop> hops;
   std::vector<WorkerSlot> worker_slots;
+  std::map<size_t, PendingPool> pools;    // by PSwitch: those serving pooled trees
+  std::map<uint16_t, uint32_t> group_of;  // pooled job -> G
+  uint16_t claim_job = 0xFFFF;            // the claim entries' job id: one no job uses
   Deployment d;
 };
 

@@ -73,6 +73,25 @@ void Planner::write_switch_configs() {
         }
       }
     }
+    // Pooled jobs' rings: ring frames are ordinary unicast between the
+    // job's workers. A PSwitch on a pooled tree sends those for a worker
+    // not below it towards the tree's root (which has every worker of the
+    // job below it) instead of flooding them to its other hosts.
+    for (const PendingEntry& e : entries) {
+      if (e.sw != s || e.parent.empty() || !is_pooled(e.job)) continue;
+      const uint32_t parent_port = port_of(s, e.parent);
+      for (const JobDesc& job : jd.jobs) {
+        if (job.id != e.job) continue;
+        for (const std::string& w : job.workers) {
+          const size_t h = nodes.at(w).index;
+          if (std::find(below[s].begin(), below[s].end(), h) != below[s].end()) continue;
+          const config::MacAddress& mac = c.hosts[h].mac;
+          if (std::none_of(ps.mac_table.begin(), ps.mac_table.end(),
+                           [&](const pswitch::MacRoute& r) { return r.mac == mac; }))
+            ps.mac_table.push_back(pswitch::MacRoute{mac, parent_port});
+        }
+      }
+    }
     config::NodeConfig& nc = out.node;
     nc.node = sd.name;
     nc.engine.udp_port = jd.udp_port;
@@ -104,6 +123,25 @@ void Planner::write_switch_configs() {
         tp.group_mac = multicast_mac(e.group_ip);
       }
       ps.trees.push_back(tp);
+    }
+    const auto pool = pools.find(s);
+    if (pool != pools.end()) {
+      pswitch::PoolSettings pset;
+      pset.base = 0;
+      pset.size = pool->second.size;
+      pset.lease_ns = jd.pool->lease_us * 1000;
+      pset.table_base = pool->second.table_base;
+      pset.table_count = pool->second.table_count;
+      pset.claim_job = claim_job;
+      for (const auto& [key, cap] : pool->second.caps) {
+        pswitch::PooledTree pt;
+        pt.job = key.first;
+        pt.tree = key.second;
+        pt.group_size = group_of.at(key.first);
+        pt.claim_cap = cap;
+        pset.trees.push_back(pt);
+      }
+      ps.pool = pset;
     }
     for (const PendingHop& h : hops) {
       if (h.spine == s)
@@ -164,6 +202,20 @@ void Planner::write_worker_plans() {
     for (size_t u = 0; u < host_uplinks[ws.host].size(); ++u) {
       wo.vdevs.push_back("net_memif" + std::to_string(u) + ",role=client,socket=" + c.run_dir + "/" +
                          c.switches[host_uplinks[ws.host][u]].name + "-" + hd.name + ".sock" + kMemifArgs);
+    }
+    if (job.pooled) {
+      // The ring of denied groups: data to the next rank, acknowledgements
+      // to the previous one, in rank order.
+      const size_t n = job.workers.size();
+      const HostDesc& next = c.hosts[nodes.at(job.workers[(ws.rank + 1) % n]).index];
+      const HostDesc& prev = c.hosts[nodes.at(job.workers[(ws.rank + n - 1) % n]).index];
+      runtime::PooledPlan pp;
+      pp.group_size = group_of.at(job.id);
+      pp.next_mac = next.mac;
+      pp.next_ip = next.ip;
+      pp.prev_mac = prev.mac;
+      pp.prev_ip = prev.ip;
+      p.pooled = pp;
     }
     wo.vdev = wo.vdevs[0];
     if (wo.vdevs.size() > 1) p.devices = {"net_memif0", "net_memif1"};  // device stays devices[0]

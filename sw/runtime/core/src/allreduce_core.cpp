@@ -755,7 +755,9 @@ void AllreduceCore::complete_failover(Tree& b, uint64_t now_ns) {
 
 std::vector<uint32_t> AllreduceCore::next_sequences() const {
   if (failed()) throw std::logic_error("the communicator failed: " + fail_reason_);
-  if (pending_ops() != 0) throw std::logic_error("allreduces are unfinished");
+  // A release still due is no unfinished allreduce: the next communicator
+  // of the job repeats it with its first claims.
+  if (pending_ != 0 || failover_owed() || pool_owed()) throw std::logic_error("allreduces are unfinished");
   std::vector<uint32_t> next;
   for (const auto& t : trees_) {
     if (t->redirect >= 0 || t->state == Tree::State::kDead || t->agreement_seqs != 0) {

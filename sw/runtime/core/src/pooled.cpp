@@ -592,6 +592,16 @@ bool AllreduceCore::pool_owed() const {
   return !failed() && (!ring_out_.empty() || !ring_acks_.empty());
 }
 
+// A release not sent yet: the engines free the finished groups' slots only
+// when they hear it, also after this worker's last allreduce.
+bool AllreduceCore::release_owed() const {
+  if (failed()) return false;
+  for (const auto& tp : trees_) {
+    if (tp->state == Tree::State::kActive && tp->release_due) return true;
+  }
+  return false;
+}
+
 bool AllreduceCore::pool_can_send() const {
   if (failed()) return false;
   if (!ring_acks_.empty() || (!ring_unsent_.empty() && ring_in_flight_ < plan_.pooled->ring_window))

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "panama/runtime/idle_backoff.hpp"
 #include "panama/wire.hpp"
@@ -80,6 +81,16 @@ struct ClusterOptions {
   // and the workers' failover threshold (0: the runtime's default).
   bool backup_trees = false;
   uint32_t failover_after = 0;
+  // Pooled mode (docs/cluster.md, "Pooled jobs"): a pool of this many slots
+  // in every PSwitch engine that serves a pooled job (0: no pool, every job
+  // has fixed shares); the pooled jobs (ids 1..jobs; empty: all of them with
+  // a pool); their group size G (0: the controller's default), the claims'
+  // lease (0: the controller's default) and the caps' overcommit.
+  uint32_t pool_slots = 0;
+  std::vector<uint32_t> pooled_jobs;
+  uint32_t pool_group = 0;
+  uint64_t pool_lease_us = 0;
+  double pool_overcommit = 1.0;
   // Failure injection: this PSwitch is stopped ("STOP": frozen; "KILL": for
   // good) once `fail_at` of all the run's bytes are done.
   std::string fail_switch;

@@ -84,6 +84,33 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
       ->check(CLI::IsMember({"equal", "weighted"}))
       ->capture_default_str()
       ->group(kFabricGroup);
+  app.add_option("--pool", opt.pool_slots,
+                 "pooled mode: a pool of SLOTS engine slots on every PSwitch serving a pooled job, claimed a "
+                 "group at a time; a group the pool denies is reduced on a host ring (0: fixed shares only)")
+      ->check(CLI::Range(0, 512))
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  app.add_option("--pooled-jobs", opt.pooled_jobs,
+                 "with --pool: the pooled jobs (ids 1..--jobs, comma-separated; default: every job)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 8))
+      ->group(kFabricGroup);
+  app.add_option("--group", opt.pool_group,
+                 "with --pool: sequences per group G, pool slots per claim (0: the controller's default)")
+      ->check(CLI::Range(0, 512))
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  app.add_option("--lease-us", opt.pool_lease_us,
+                 "with --pool: how long a claim that has emitted nothing holds its slots, microseconds (0: "
+                 "the controller's default)")
+      ->capture_default_str()
+      ->group(kFabricGroup);
+  app.add_option("--overcommit", opt.pool_overcommit,
+                 "with --pool: claim caps are the jobs' weighted parts of the pool times this, at most the "
+                 "pool")
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str()
+      ->group(kFabricGroup);
   // Traffic
   app.add_option("--elems-per-packet", opt.elems_per_packet,
                  "elements per packet whatever their type (fp32 frames are the largest)")
@@ -145,6 +172,16 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
 inline std::string check_cluster_options(const CLI::App& app, const ClusterOptions& opt) {
   if (app.count("--failover-after") > 0 && !opt.backup_trees)
     return "--failover-after applies only with --backup-trees (a tree without a standby does not fail over)";
+  if (opt.pool_slots == 0) {
+    for (const char* o : {"--pooled-jobs", "--group", "--lease-us", "--overcommit"}) {
+      if (app.count(o) > 0) return std::string(o) + " applies only with --pool";
+    }
+  }
+  for (uint32_t j : opt.pooled_jobs) {
+    if (j > opt.jobs)
+      return "--pooled-jobs: job " + std::to_string(j) + " is not one of the " + std::to_string(opt.jobs) +
+             " job(s)";
+  }
   return {};
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -99,6 +100,26 @@ struct JobDesc {
   double gradient_bytes = 0;
   // Set by apply_priorities: 0 the most GPU-intensive level; -1 without priorities.
   int priority_level = -1;
+  // Pooled mode ("memory": "pooled", docs/controller.md "Pooled jobs"): the
+  // job's entries claim slots of the engines' pools a group of `group`
+  // sequences at a time instead of holding a fixed share; a group the root
+  // denies is reduced by a host ring. group 0: the default, min(8, the
+  // smallest claim cap on the job's trees).
+  bool pooled = false;
+  uint32_t group = 0;
+};
+
+// The engines' pools ("pool" of the job description): on every PSwitch
+// that serves a pooled job, engine slots 0..slots-1 and the table entries
+// after the switch's own entries are the pool's; the fixed shares divide
+// the rest of the packet memory. A pooled tree's claim cap on a PSwitch is
+// its part of the pool, weighted as shares are, times `overcommit`, at most
+// the whole pool.
+struct PoolDesc {
+  uint32_t slots = 0;
+  uint64_t lease_us = 20000;   // a claim that has emitted nothing holds its slots this long
+  uint32_t table_entries = 0;  // claim entries (groups holding slots at once); 0: as many as fit
+  double overcommit = 1.0;     // >= 1: caps summing to more than the pool let tenants borrow
 };
 
 struct JobsDesc {
@@ -117,6 +138,7 @@ struct JobsDesc {
   uint16_t udp_port = wire::kDefaultUdpPort;
   uint32_t elems_per_packet = 256;
   runtime::CongestionParams congestion;
+  std::optional<PoolDesc> pool;  // required when a job is pooled
 };
 
 // The jobs with their priority levels, DSCP and weights applied and in

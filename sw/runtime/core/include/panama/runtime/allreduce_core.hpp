@@ -272,8 +272,11 @@ class AllreduceCore {
   void release(OpId id);                // forget a finished op
   // Unfinished allreduces, plus one while this worker still owes other
   // workers failover contributions or (pooled mode) ring frames not yet
-  // acknowledged (a caller keeps polling while non-zero).
-  size_t pending_ops() const { return pending_ + (failover_owed() || pool_owed() ? 1 : 0); }
+  // acknowledged, or owes the engines a release (a caller keeps polling
+  // while non-zero).
+  size_t pending_ops() const {
+    return pending_ + (failover_owed() || pool_owed() || (pooled() && release_owed()) ? 1 : 0);
+  }
   size_t tracked_ops() const { return ops_.size(); }  // records not yet released
 
   // Continuing a job in a new communicator (e.g. a process group destroyed
@@ -403,6 +406,7 @@ class AllreduceCore {
                  std::vector<uint32_t> values);
   void group_done(Tree& t, Group& g);
   bool pool_owed() const;
+  bool release_owed() const;
   bool pool_can_send() const;
   bool pool_sendable(const Tree& t) const;
   uint64_t pool_next_timer() const;
