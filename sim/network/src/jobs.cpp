@@ -147,9 +147,27 @@ void Sim::plan_jobs() {
     d.trees = o_.scheme == Scheme::kSingleTree ? 1 : o_.trees;
     d.shape = shape;
     for (uint32_t w : job.workers) d.workers.push_back(hosts_[workers_[w]->host].name);
+    d.pooled = o_.job_pooled(job.id);
+    if (d.pooled) d.group = o_.pool_group;
     jd.jobs.push_back(d);
   }
-  const controller::Deployment dep = controller::plan_deployment(c, jd);
+  if (o_.pool_slots > 0) {
+    controller::PoolDesc pd;
+    pd.slots = o_.pool_slots;
+    if (o_.pool_lease_us > 0) pd.lease_us = o_.pool_lease_us;
+    pd.overcommit = o_.pool_overcommit;
+    jd.pool = pd;
+  }
+  controller::Deployment dep;
+  try {
+    dep = controller::plan_deployment(c, jd);
+  } catch (const controller::ControllerError& e) {
+    // What the pool's options ask may not fit the fabric (a group over a
+    // claim cap, a pool over the packet memory): an option error.
+    if (o_.pool_slots > 0)
+      throw OptionError(std::string("--pool: the controller refuses the plan: ") + e.what());
+    throw;
+  }
   for (const controller::TreeInfo& t : dep.trees) jobs_[t.job - 1].trees.push_back(t);
   for (const controller::SwitchOutput& so : dep.switches) {
     if (so.node.entries.empty()) continue;
@@ -160,9 +178,19 @@ void Sim::plan_jobs() {
     psw->engine = std::make_unique<SimEngine>();
     psw->settings = so.settings;
     psw->node_cfg = so.node;
+    // Pooled mode: a pooled tree's entry is the template of its claim
+    // entries, which SwitchCore commits as groups take slots; the engine
+    // gets the others (as the software PSwitch does).
+    if (psw->settings.pool) {
+      psw->node_cfg.entries.clear();
+      for (const config::EntryConfig& e : so.node.entries) {
+        if (!psw->settings.pool->find(e.job, e.tree)) psw->node_cfg.entries.push_back(e);
+      }
+    }
     EngineRegisters<SimEngine> regs(*psw->engine);
     config::apply_node_config(regs, psw->node_cfg);
-    psw->core = std::make_unique<pswitch::SwitchCore<SimEngine>>(psw->settings, *psw->engine);
+    psw->core =
+        std::make_unique<pswitch::SwitchCore<SimEngine>>(psw->settings, *psw->engine, so.node.entries);
     switches_[s].psw = std::move(psw);
   }
   // The PSwitch each worker's host is attached to (its leaf), per job and
@@ -217,6 +245,10 @@ void Sim::plan_jobs() {
   for (const controller::WorkerOutput& wo : dep.workers) {
     const int h = static_cast<int>(std::stoul(wo.host.substr(1)));
     Worker& w = *hosts_[h].worker;
+    if (wo.plan.pooled && runtime::ring_udp_port(wo.plan) != kPoolRingPort)
+      throw std::logic_error("netsim: job " + std::to_string(wo.plan.job_id) + " has ring port " +
+                             std::to_string(runtime::ring_udp_port(wo.plan)) + ", the hosts take " +
+                             std::to_string(kPoolRingPort));
     w.core = std::make_unique<runtime::AllreduceCore>(wo.plan);
     w.out = std::make_unique<HostFrameOut>(this, w.host);
     if (jobs_[w.job].elem_bytes == 4) {
@@ -330,7 +362,35 @@ void Sim::accelerator_done(uint32_t s, uint32_t in_port, const std::vector<uint8
   SwitchNode& sw = switches_[s];
   PortEmitFn out(
       [&](uint32_t port, const uint8_t* d, uint32_t n) { send_frame(sw.ipv4, sw.ports[port].dev, d, n); });
+  // Pooled mode: the pool's leases end on simulation time, before the frame.
+  sw.psw->core->advance(static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()));
   sw.psw->core->on_frame(in_port, frame.data(), static_cast<uint32_t>(frame.size()), out);
+  arm_lease_timer(s);
+}
+
+// The earliest lease end among the pool's groups that hold slots and have
+// emitted nothing; the timer advances the pool then (and re-arms). A lease
+// renewed since only makes the timer early, which is harmless.
+void Sim::arm_lease_timer(uint32_t s) {
+  PSwitch& ps = *switches_[s].psw;
+  const pswitch::ClaimPool* pool = ps.core->pool();
+  if (pool == nullptr || pool->holding_groups() == 0) return;
+  uint64_t next = UINT64_MAX;
+  for (uint32_t e = 0; e < pool->entry_count(); ++e) {
+    for (const pswitch::GroupView& g : pool->groups(e))
+      if (g.holds && !g.emitted) next = std::min(next, g.deadline);
+  }
+  if (next == UINT64_MAX || next >= ps.lease_timer_at) return;
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  ps.lease_timer.Cancel();
+  ps.lease_timer_at = next;
+  ps.lease_timer = ns3::Simulator::Schedule(
+      ns3::NanoSeconds(static_cast<int64_t>(next > now ? next - now : 0)), [this, s]() {
+        PSwitch& p = *switches_[s].psw;
+        p.lease_timer_at = UINT64_MAX;
+        p.core->advance(static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()));
+        arm_lease_timer(s);
+      });
 }
 
 void HostFrameOut::end_frame(uint32_t len) {

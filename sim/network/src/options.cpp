@@ -312,6 +312,30 @@ void validate(const Options& o) {
     fail("--tree-shape: spine or chain, not '" + o.tree_shape + "'");
   if (o.priorities > 8) fail("--priorities: 0..8 levels");
   if (o.priorities > 0 && host_reduces(o.scheme)) fail("--priorities: PANAMA schemes only");
+  if (o.pool_slots == 0) {
+    if (!o.pooled_jobs.empty()) fail("--pooled-jobs applies only with --pool");
+    if (o.pool_group != 0) fail("--group applies only with --pool");
+    if (o.pool_lease_us != 0) fail("--lease-us applies only with --pool");
+    if (o.pool_overcommit != 1.0) fail("--overcommit applies only with --pool");
+  } else {
+    if (o.pool_slots > 512) fail("--pool: 1..512 slots");
+    if (o.pool_slots > o.packet_memory)
+      fail("--pool: " + std::to_string(o.pool_slots) + " slots do not fit --packet-memory " +
+           std::to_string(o.packet_memory));
+    if (host_reduces(o.scheme)) fail("--pool: PANAMA schemes only (the ring schemes build no trees)");
+    if (o.tree_shape != "spine") fail("--pool: spine trees only (the controller refuses pooled chain trees)");
+    if (o.dtype != "fp32")
+      fail(
+          "--pool: fp32 only (a 16-bit group summed in the network is rounded at each leaf, on the ring "
+          "once, so the verification's reference cannot check it)");
+    if (o.pool_group > 512) fail("--group: 0..512 sequences (0: the controller's default)");
+    if (!(o.pool_overcommit >= 1) || !std::isfinite(o.pool_overcommit)) fail("--overcommit: at least 1");
+    for (uint32_t j : o.pooled_jobs) {
+      if (j < 1 || j > o.jobs)
+        fail("--pooled-jobs: job " + std::to_string(j) + " is not one of the " + std::to_string(o.jobs) +
+             " job(s)");
+    }
+  }
   if (o.job_workers.empty()) {
     if (o.jobs > 0 && o.workers_per_job < 2) fail("--workers-per-job: at least 2 workers");
     if (uint64_t{o.jobs} * o.workers_per_job > o.hosts())
@@ -441,6 +465,24 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
   app.add_option(
          "--priorities", o.priorities,
          "priority levels by GPU intensity: DSCP per level, queues serve higher levels first (0: off)")
+      ->capture_default_str();
+  app.add_option("--pool", o.pool_slots,
+                 "pooled mode: a pool of SLOTS engine slots on every PSwitch serving a pooled job, claimed a "
+                 "group at a time; a group the pool denies is reduced on a host ring (0: fixed shares only)")
+      ->capture_default_str();
+  app.add_option("--pooled-jobs", o.pooled_jobs,
+                 "with --pool: the pooled jobs (ids 1..--jobs, comma-separated; default: every job)")
+      ->delimiter(',');
+  app.add_option("--group", o.pool_group,
+                 "with --pool: sequences per group G, pool slots per claim (0: the controller's default)")
+      ->capture_default_str();
+  app.add_option("--lease-us", o.pool_lease_us,
+                 "with --pool: how long a claim that has emitted nothing holds its slots, microseconds (0: "
+                 "the controller's default)")
+      ->capture_default_str();
+  app.add_option(
+         "--overcommit", o.pool_overcommit,
+         "with --pool: claim caps are the jobs' weighted parts of the pool times this, at most the pool")
       ->capture_default_str();
   app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
       ->capture_default_str();

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "panama/claim.hpp"
 #include "panama/engine/counters.hpp"
 #include "panama/engine/register_access.hpp"
 #include "sim.hpp"
@@ -197,11 +198,91 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
     jj["bit_exact"] =
         host_reduces(o_.scheme) ? nlohmann::json(nullptr) : nlohmann::json(mism == 0 && o_.verify);
     jj["mismatches"] = mism;
+    if (o_.job_pooled(job.id)) jj["pool"] = report_job_pool(job);
     jj["trees"] = report_job_trees(job);
     jj["workers"] = report_job_workers(job);
     jobs.push_back(jj);
   }
   return jobs;
+}
+
+namespace {
+// A worker's pooled-mode statistics (runtime::PoolStats, docs/runtime.md).
+nlohmann::json pool_stats_json(const runtime::PoolStats& p) {
+  return {{"groups", p.groups},
+          {"claimed", p.claimed},
+          {"claims_sent", p.claims_sent},
+          {"claim_timeouts", p.claim_timeouts},
+          {"granted", p.granted},
+          {"denied", p.denied},
+          {"expired", p.expired},
+          {"denied_by_peer", p.denied_by_peer},
+          {"in_network", p.in_network},
+          {"on_ring", p.on_ring},
+          {"answers_ignored", p.answers_ignored},
+          {"denied_after_result", p.denied_after_result},
+          {"releases_sent", p.releases_sent},
+          {"ring_frames_sent", p.ring_frames_sent},
+          {"ring_retransmissions", p.ring_retransmissions},
+          {"ring_bytes_sent", p.ring_bytes_sent},
+          {"ring_acks_sent", p.ring_acks_sent},
+          {"ring_acks_received", p.ring_acks_received},
+          {"ring_frames_received", p.ring_frames_received},
+          {"ring_duplicates", p.ring_duplicates},
+          {"ring_early", p.ring_early},
+          {"ring_malformed", p.ring_malformed}};
+}
+
+// A PSwitch pool's counters of one tree, or summed: the switch's (frames,
+// claim entries) and the pool's (claims, verdicts, leases, drops).
+nlohmann::json pool_counters_json(const pswitch::PoolSwitchCounters& sc, const pswitch::PoolCounters& pc) {
+  nlohmann::json denied = nlohmann::json::object();
+  for (uint8_t r = 1; r < claim::kReasonCount; ++r) {
+    if (pc.denied[r] > 0) denied[claim::reason_name(static_cast<claim::Reason>(r))] = pc.denied[r];
+  }
+  return {{"claims_in", sc.claims_in},
+          {"claims_up", sc.claims_up},
+          {"answers_down", sc.answers_down},
+          {"claim_results_in", sc.claim_results_in},
+          {"releases_in", sc.releases_in},
+          {"releases_up", sc.releases_up},
+          {"mapped", sc.mapped},
+          {"emissions", sc.emissions},
+          {"no_claim_answers", sc.no_claim_answers},
+          {"entry_commits", sc.entry_commits},
+          {"entry_disables", sc.entry_disables},
+          {"commit_failures", sc.commit_failures},
+          {"unmapped", sc.unmapped},
+          {"granted", pc.granted},
+          {"denied", denied},
+          {"reservations", pc.reservations},
+          {"expired", pc.expired},
+          {"released_groups", pc.released_groups},
+          {"drop_no_claim", pc.drop_no_claim},
+          {"drop_stale_group", pc.drop_stale_group},
+          {"slots_held", pc.slots_held},
+          {"slots_high_water", pc.slots_high_water}};
+}
+}  // namespace
+
+// A pooled job's groups: how they finished (every worker finishes a group
+// the same way; rank 0's counts, and whether all workers agree) and the
+// ring payload bytes all its workers sent.
+nlohmann::json Sim::report_job_pool(const Job& job) const {
+  nlohmann::json pj = nlohmann::json::object();
+  if (job.workers.empty() || !workers_[job.workers[0]]->core) return pj;
+  const runtime::PoolStats p0 = workers_[job.workers[0]]->core->stats().pool;
+  uint64_t ring_bytes = 0;
+  bool agree = true;
+  for (uint32_t wi : job.workers) {
+    const runtime::PoolStats p = workers_[wi]->core->stats().pool;
+    ring_bytes += p.ring_bytes_sent;
+    agree = agree && p.groups == p0.groups && p.in_network == p0.in_network && p.on_ring == p0.on_ring;
+  }
+  pj = {{"groups", p0.groups},    {"in_network", p0.in_network},  {"on_ring", p0.on_ring},
+        {"granted", p0.granted},  {"denied", p0.denied},          {"expired", p0.expired},
+        {"workers_agree", agree}, {"ring_bytes_sent", ring_bytes}};
+  return pj;
 }
 
 // A job's workers: per worker its protocol statistics, per tree and in all
@@ -234,6 +315,7 @@ nlohmann::json Sim::report_job_workers(const Job& job) const {
       wj["duplicate_results"] = st.duplicate_results;
       wj["unexpected_results"] = st.unexpected_results;
       wj["malformed_results"] = st.malformed_results;
+      if (w.core->plan().pooled) wj["pool"] = pool_stats_json(st.pool);
     } else {
       wj["ring_bytes_sent"] = w.links[0].sent + w.links[1].sent;
       wj["ring_bytes_received"] = w.links[0].recv + w.links[1].recv;
@@ -367,6 +449,24 @@ void Sim::report_pswitches(nlohmann::json& j) const {
                     {"switch_engine_drops", sw.psw->core->counters().engine_drops},
                     {"accelerator_max_backlog_bytes", sw.psw->max_backlog_bytes},
                     {"counters", config::counters_to_json(snap)}});
+    if (const pswitch::ClaimPool* pool = sw.psw->core->pool()) {
+      // Pooled mode: the pool's counters, summed and per pooled tree.
+      nlohmann::json pj = pool_counters_json(sw.psw->core->pool_counters(), pool->counters());
+      pj["free_slots"] = pool->free_slots();
+      pj["holding_groups"] = pool->holding_groups();
+      nlohmann::json trees = nlohmann::json::array();
+      for (uint32_t t = 0; t < sw.psw->settings.trees.size(); ++t) {
+        const int e = sw.psw->core->pool_entry(t);
+        if (e < 0) continue;
+        nlohmann::json tj = {{"job", sw.psw->settings.trees[t].job},
+                             {"tree", sw.psw->settings.trees[t].tree}};
+        tj.update(pool_counters_json(sw.psw->core->pool_tree_counters(t),
+                                     pool->entry_counters(static_cast<uint32_t>(e))));
+        trees.push_back(tj);
+      }
+      pj["trees"] = trees;
+      psws.back()["pool"] = pj;
+    }
   }
   j["pswitches"] = psws;
   j["engine_drops_total"] = engine_drops;

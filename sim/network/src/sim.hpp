@@ -62,11 +62,12 @@ static_assert(kPanamaIpHeaderBytes == wire::kPayloadOffset - wire::kIpOffset,
               "PANAMA header bytes from IPv4 on");
 
 constexpr uint16_t kPanamaPort = wire::kDefaultUdpPort;
-constexpr uint16_t kFlowPort = 5000;                // background flows
-constexpr uint16_t kRingPort = 6000;                // ring allreduce
-constexpr uint32_t kTcpDataOverhead = 20 + 32 + 2;  // IPv4 + TCP with timestamps + PPP
-constexpr uint64_t kShortFlowBytes = 100000;        // "short" background flows: under 100 KB
-constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;      // SYN / SYN-ACK with options + PPP
+constexpr uint16_t kPoolRingPort = kPanamaPort + 1;  // pooled mode's ring frames (the plans' default)
+constexpr uint16_t kFlowPort = 5000;                 // background flows
+constexpr uint16_t kRingPort = 6000;                 // ring allreduce
+constexpr uint32_t kTcpDataOverhead = 20 + 32 + 2;   // IPv4 + TCP with timestamps + PPP
+constexpr uint64_t kShortFlowBytes = 100000;         // "short" background flows: under 100 KB
+constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;       // SYN / SYN-ACK with options + PPP
 
 class Sim;
 
@@ -161,6 +162,10 @@ struct PSwitch {
   uint64_t busy_until_ns = 0;
   uint64_t max_backlog_bytes = 0;
   uint64_t frames_in = 0;
+  // Pooled mode: the next lease end the pool waits for (SwitchCore::advance
+  // runs then, and before every frame).
+  ns3::EventId lease_timer;
+  uint64_t lease_timer_at = UINT64_MAX;
 };
 
 struct SwitchNode {
@@ -346,6 +351,7 @@ class Sim {
   void pfc_release(uint32_t s, uint32_t port, int cls, uint64_t bytes);
   void send_frame(Ptr<ns3::Ipv4L3Protocol> ipv4, Ptr<ns3::NetDevice> dev, const uint8_t* d, uint32_t n);
   void accelerator_done(uint32_t sw, uint32_t in_port, const std::vector<uint8_t>& frame);
+  void arm_lease_timer(uint32_t sw);  // pooled mode: advance the pool at its next lease end
 
   void start_jobs();
   void start_iteration(uint32_t w);  // forward
@@ -384,6 +390,7 @@ class Sim {
   nlohmann::json report_job_trees(const Job& job) const;
   void report_fabric(nlohmann::json& j, double sim_ns) const;  // "fabric" and "pfc"
   void report_pswitches(nlohmann::json& j) const;              // "pswitches" and "engine_drops_total"
+  nlohmann::json report_job_pool(const Job& job) const;        // pooled mode: the workers' PoolStats
 
   const Options& o_;
   std::mt19937_64 rng_;

@@ -49,6 +49,13 @@ bool EcmpRouting::RouteInput(Ptr<const ns3::Packet> p, const Ipv4Header& h, Ptr<
     }
   }
   if (info_->is_host) {
+    // Pooled mode's ring frames (UDP to the ring port, routed between hosts
+    // as ordinary traffic) go to the worker's AllreduceCore too.
+    if (h.GetProtocol() == 17 && has_ports && ((l4[2] << 8) | l4[3]) == kPoolRingPort &&
+        dst == info_->host_ip) {
+      sim_->on_panama(*info_, p, h, iif);
+      return true;
+    }
     if (dst == info_->host_ip && !lcb.IsNull()) {
       lcb(p, h, iif);
       return true;

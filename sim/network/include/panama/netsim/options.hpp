@@ -159,6 +159,23 @@ struct Options {
   // and every output queue serves the PANAMA packets of a higher level
   // first. 0: off.
   uint32_t priorities = 0;
+  // PANAMA schemes, spine trees: pooled mode (the controller's "Pooled
+  // jobs", docs/hybrid-allreduce.md). pool_slots > 0 gives every PSwitch
+  // that serves a pooled job a pool of that many engine slots, claimed a
+  // group of pool_group sequences at a time; a group the pool denies is
+  // reduced by a ring over the job's hosts. 0: fixed shares only.
+  uint32_t pool_slots = 0;
+  std::vector<uint32_t> pooled_jobs;  // job ids 1..jobs; empty: every job
+  uint32_t pool_group = 0;            // G; 0: the controller's default
+  uint64_t pool_lease_us = 0;         // 0: the controller's default
+  double pool_overcommit = 1.0;       // claim caps x this, at most the pool
+  bool job_pooled(uint32_t id) const {
+    if (pool_slots == 0) return false;
+    if (pooled_jobs.empty()) return true;
+    for (uint32_t j : pooled_jobs)
+      if (j == id) return true;
+    return false;
+  }
   uint32_t jobs = 2;
   uint32_t workers_per_job = 4;
   std::vector<std::string> models = {"resnet50"};  // job j trains models[j % size]
