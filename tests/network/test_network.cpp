@@ -1232,3 +1232,118 @@ TEST_CASE("priorities: the more GPU-intensive job's packets carry the higher DSC
   CHECK_THAT(parse_error({"--scheme", "ring", "--priorities", "2"}),
              Catch::Matchers::Contains("PANAMA schemes only"));
 }
+
+TEST_CASE("pooled mode: two jobs share a pool that fits one group, in the network and on the ring, exact",
+          "[network][pool]") {
+  // Two racks of two hosts under one spine; each job has a worker in both
+  // racks and one tree rooted at the spine. Every PSwitch's pool holds 8
+  // slots, one group of G = 8 (each job's claim cap: its half of the pool
+  // times 2), so while one job's group holds the pool the other's claims
+  // are denied and those groups go round the job's ring: ring frames
+  // routed between the hosts of both racks as ordinary traffic.
+  Options o = small_fabric(panama::test::test_seed("netsim pool"));
+  o.racks = 2;
+  o.hosts_per_rack = 2;
+  o.spines = 1;
+  o.jobs = 2;
+  o.workers_per_job = 2;
+  o.trees = 1;
+  o.pool_slots = 8;
+  o.pool_group = 8;
+  o.pool_overcommit = 2;
+  auto check_pool_free = [&](const RunResult& r) {
+    for (const auto& p : r.summary["pswitches"]) {
+      INFO("PSwitch " << p["name"]);
+      REQUIRE(p.contains("pool"));
+      CHECK(p["pool"]["free_slots"].get<uint32_t>() == 8);
+      CHECK(p["pool"]["holding_groups"].get<uint32_t>() == 0);
+      CHECK(p["pool"]["slots_high_water"].get<uint32_t>() == 8);
+      CHECK(p["pool"]["commit_failures"].get<uint64_t>() == 0);
+    }
+  };
+  SECTION("groups finish both ways; the root emits each job's network groups") {
+    const RunResult r = panama::netsim::run_simulation(o);
+    require_all_exact(o, r);
+    check_pool_free(r);
+    std::map<uint64_t, uint64_t> in_network;  // job -> groups
+    for (const auto& job : r.summary["jobs"]) {
+      INFO("job " << job["id"]);
+      REQUIRE(job.contains("pool"));
+      const auto& p = job["pool"];
+      const uint64_t groups_per_iteration = (chunks_of(o, job) + 7) / 8;
+      CHECK(p["groups"].get<uint64_t>() == groups_per_iteration * o.iterations);
+      CHECK(p["in_network"].get<uint64_t>() + p["on_ring"].get<uint64_t>() == p["groups"].get<uint64_t>());
+      CHECK(p["in_network"].get<uint64_t>() > 0);
+      CHECK(p["on_ring"].get<uint64_t>() > 0);
+      CHECK(p["workers_agree"].get<bool>());
+      CHECK(p["ring_bytes_sent"].get<uint64_t>() > 0);
+      in_network[job["id"].get<uint64_t>()] = p["in_network"].get<uint64_t>();
+      for (const auto& w : job["workers"]) {
+        REQUIRE(w.contains("pool"));
+        CHECK(w["pool"]["ring_malformed"].get<uint64_t>() == 0);
+        CHECK(w["pool"]["ring_frames_received"].get<uint64_t>() > 0);
+      }
+    }
+    // The root's claim entries emit a result per sequence of a group summed
+    // in the network: at most G per group (an allreduce's last group may be
+    // shorter), and more than G per group less one group per iteration.
+    const auto& spine = pswitch(r, "spine0");
+    REQUIRE(spine["pool"]["trees"].size() == 2);
+    for (const auto& t : spine["pool"]["trees"]) {
+      INFO("job " << t["job"]);
+      const uint64_t n = in_network.at(t["job"].get<uint64_t>());
+      CHECK(t["emissions"].get<uint64_t>() <= n * 8);
+      CHECK(t["emissions"].get<uint64_t>() + o.iterations * 8 > n * 8);
+      CHECK(t["answers_down"].get<uint64_t>() > 0);
+    }
+  }
+  SECTION("leases shorter than a round trip expire: the granted groups go to the ring, exact") {
+    o.pool_lease_us = 3;
+    const RunResult r = panama::netsim::run_simulation(o);
+    require_all_exact(o, r);
+    check_pool_free(r);
+    for (const auto& job : r.summary["jobs"]) {
+      INFO("job " << job["id"]);
+      CHECK(job["pool"]["expired"].get<uint64_t>() > 0);
+      CHECK(job["pool"]["on_ring"].get<uint64_t>() == job["pool"]["groups"].get<uint64_t>());
+    }
+    CHECK(pswitch(r, "spine0")["pool"]["expired"].get<uint64_t>() > 0);
+  }
+  SECTION("a pooled job beside a fixed-share one: only the pooled job claims") {
+    o.pooled_jobs = {2};
+    o.pool_slots = 16;
+    o.pool_group = 4;
+    o.pool_overcommit = 1;
+    const RunResult r = panama::netsim::run_simulation(o);
+    require_all_exact(o, r);
+    CHECK_FALSE(r.summary["jobs"][0].contains("pool"));
+    REQUIRE(r.summary["jobs"][1].contains("pool"));
+    CHECK(r.summary["jobs"][1]["pool"]["in_network"].get<uint64_t>() > 0);
+    for (const auto& t : pswitch(r, "spine0")["pool"]["trees"]) CHECK(t["job"] == 2);
+  }
+}
+
+TEST_CASE("pooled mode: bad options are rejected with a clear message", "[network][pool]") {
+  using Catch::Matchers::Contains;
+  CHECK(parse_error({"--pool", "8", "--group", "4"}).empty());
+  CHECK_THAT(parse_error({"--group", "4"}), Contains("--group applies only with --pool"));
+  CHECK_THAT(parse_error({"--pooled-jobs", "1"}), Contains("--pooled-jobs applies only with --pool"));
+  CHECK_THAT(parse_error({"--lease-us", "100"}), Contains("--lease-us applies only with --pool"));
+  CHECK_THAT(parse_error({"--overcommit", "2"}), Contains("--overcommit applies only with --pool"));
+  CHECK_THAT(parse_error({"--pool", "8", "--scheme", "ring"}), Contains("--pool: PANAMA schemes only"));
+  CHECK_THAT(parse_error({"--pool", "8", "--tree-shape", "chain"}), Contains("--pool: spine trees only"));
+  CHECK_THAT(parse_error({"--pool", "8", "--dtype", "bf16"}), Contains("--pool: fp32 only"));
+  CHECK_THAT(parse_error({"--pool", "600"}), Contains("--pool: 1..512 slots"));
+  CHECK_THAT(parse_error({"--pool", "64", "--packet-memory", "32"}),
+             Contains("64 slots do not fit --packet-memory 32"));
+  CHECK_THAT(parse_error({"--pool", "8", "--pooled-jobs", "3"}),
+             Contains("--pooled-jobs: job 3 is not one of"));
+  CHECK_THAT(parse_error({"--pool", "8", "--overcommit", "0.5"}), Contains("--overcommit: at least 1"));
+  // What the controller refuses (a group over the claim cap) is an option error too.
+  Options o = small_fabric(1);
+  o.trees = 2;
+  o.pool_slots = 8;
+  o.pool_group = 8;
+  CHECK_THROWS_WITH(panama::netsim::run_simulation(o),
+                    Contains("--pool: the controller refuses the plan") && Contains("larger than what fits"));
+}

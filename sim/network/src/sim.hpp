@@ -66,6 +66,7 @@ constexpr uint16_t kPoolRingPort = kPanamaPort + 1;  // pooled mode's ring frame
 constexpr uint16_t kFlowPort = 5000;                 // background flows
 constexpr uint16_t kRingPort = 6000;                 // ring allreduce
 constexpr uint32_t kTcpDataOverhead = 20 + 32 + 2;   // IPv4 + TCP with timestamps + PPP
+constexpr uint64_t kPoolDrainNs = 1000000;           // pooled mode: at most 1 ms for the last releases
 constexpr uint64_t kShortFlowBytes = 100000;         // "short" background flows: under 100 KB
 constexpr uint32_t kTcpSynBytes = 20 + 40 + 2;       // SYN / SYN-ACK with options + PPP
 
@@ -381,6 +382,7 @@ class Sim {
   void tick();
   void sample_queues();
   void check_done();
+  void drain_pool(uint64_t deadline_ns);  // pooled mode: the last releases, after the last job
 
   // summary.json (report.cpp): the whole of it, and its sections.
   RunResult report(double wall_s);

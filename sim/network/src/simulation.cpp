@@ -32,8 +32,37 @@ void Sim::check_done() {
   }
   if (jobs_finished && arrivals_over && pending_measured_ == 0 && !manual_pending) {
     finished_ = true;
+    if (o_.pool_slots > 0) {
+      // Pooled mode: the workers' last releases (and ring acknowledgements)
+      // still go out and reach the PSwitches, so that the pools end free.
+      drain_pool(static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds()) + kPoolDrainNs);
+      return;
+    }
     ns3::Simulator::Stop();
   }
+}
+
+// Pooled mode, after the last job: every worker polls what it still owes
+// (a due release, acknowledgements), every few microseconds, until no
+// worker has anything pending and no pool holds a group, or until
+// `deadline` (a release lost on the way is never repaired: the job sends
+// nothing more).
+void Sim::drain_pool(uint64_t deadline_ns) {
+  const uint64_t now = static_cast<uint64_t>(ns3::Simulator::Now().GetNanoSeconds());
+  bool idle = true;
+  for (const auto& w : workers_) {
+    if (!w->core) continue;
+    w->core->poll(now, *w->out, 64);
+    idle = idle && w->core->pending_ops() == 0;
+  }
+  for (const SwitchNode& sw : switches_) {
+    if (sw.psw && sw.psw->core->pool() && sw.psw->core->pool()->holding_groups() > 0) idle = false;
+  }
+  if (idle || now >= deadline_ns) {
+    ns3::Simulator::Stop();
+    return;
+  }
+  ns3::Simulator::Schedule(ns3::MicroSeconds(5), [this, deadline_ns]() { drain_pool(deadline_ns); });
 }
 
 void Sim::tick() {
