@@ -48,6 +48,14 @@ int main(int argc, char** argv) {
       std::printf("job %d %-10s training %.3f ms  goodput %.2f Gb/s  bit-exact %s\n", j["id"].get<int>(),
                   j["model"].get<std::string>().c_str(), j["training_time_ms"].get<double>(),
                   j["allreduce_goodput_gbps"].get<double>(), j["bit_exact"].dump().c_str());
+      if (j.contains("pool")) {
+        const auto& p = j["pool"];
+        std::printf(
+            "  pooled: %llu groups, %llu in the network, %llu on the ring (expired %llu); ring %llu bytes\n",
+            p["groups"].get<unsigned long long>(), p["in_network"].get<unsigned long long>(),
+            p["on_ring"].get<unsigned long long>(), p["expired"].get<unsigned long long>(),
+            p["ring_bytes_sent"].get<unsigned long long>());
+      }
       if (j["bit_exact"].is_boolean() && !j["bit_exact"].get<bool>() && o.verify) exact = false;
     }
     std::printf(
