@@ -66,6 +66,12 @@ nlohmann::json options_json(const Options& o) {
           {"trees", o.scheme == Scheme::kSingleTree ? 1u : o.trees},
           {"tree_shape", o.tree_shape},
           {"priorities", o.priorities},
+          {"pool", o.pool_slots == 0 ? nlohmann::json(nullptr)
+                                     : nlohmann::json{{"slots", o.pool_slots},
+                                                      {"pooled_jobs", o.pooled_jobs},
+                                                      {"group", o.pool_group},
+                                                      {"lease_us", o.pool_lease_us},
+                                                      {"overcommit", o.pool_overcommit}}},
           {"jobs", o.jobs},
           {"workers_per_job", o.workers_per_job},
           {"jobs_file", o.jobs_file},
