@@ -4,7 +4,7 @@
 // idle-network FCT, flow-level ECMP over spines and fat-tree cores, PFC
 // (lossless: pauses, no drops), determinism, option validation, and
 // measured workloads (DDP buckets overlapped with backward) against
-// hand-computed timelines.
+// hand-computed timelines, and pooled mode (claims, leases, ring fallback).
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -8,7 +8,8 @@
 //  - jobs.cpp: the training jobs, planned by the controller: the PSwitches
 //    (SwitchCore + engine model on the real frame bytes, behind an
 //    accelerator with its own line rate and latency), the workers
-//    (AllreduceCore), and the ring allreduce over TCP;
+//    (AllreduceCore), and the ring allreduce over TCP; pooled mode (--pool):
+//    the pools' leases on simulation time, ring frames between hosts;
 //  - background.cpp: DCTCP background flows, Poisson arrivals, sizes from a
 //    CDF, and their ideal flow completion times;
 //  - report.cpp: summary.json and the CSV files;
