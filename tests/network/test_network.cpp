@@ -1326,6 +1326,21 @@ TEST_CASE("pooled mode: two jobs share a pool that fits one group, in the networ
     INFO("drops " << r.summary["fabric"]["drops"]);
     for (const auto& job : r.summary["jobs"]) CHECK(job["pool"]["workers_agree"].get<bool>());
   }
+  SECTION("bf16 and fp16 jobs under one leaf: the ring's owner rounds as the root does, exact") {
+    o.racks = 1;
+    o.hosts_per_rack = 4;
+    for (const char* dt : {"bf16", "fp16"}) {
+      INFO(dt);
+      o.dtype = dt;
+      const RunResult r = panama::netsim::run_simulation(o);
+      require_all_exact(o, r);
+      check_pool_free(r);
+      for (const auto& job : r.summary["jobs"]) {
+        CHECK(job["pool"]["in_network"].get<uint64_t>() > 0);
+        CHECK(job["pool"]["on_ring"].get<uint64_t>() > 0);
+      }
+    }
+  }
   SECTION("a pooled job beside a fixed-share one: only the pooled job claims") {
     o.pooled_jobs = {2};
     o.pool_slots = 16;
@@ -1349,7 +1364,9 @@ TEST_CASE("pooled mode: bad options are rejected with a clear message", "[networ
   CHECK_THAT(parse_error({"--overcommit", "2"}), Contains("--overcommit applies only with --pool"));
   CHECK_THAT(parse_error({"--pool", "8", "--scheme", "ring"}), Contains("--pool: PANAMA schemes only"));
   CHECK_THAT(parse_error({"--pool", "8", "--tree-shape", "chain"}), Contains("--pool: spine trees only"));
-  CHECK_THAT(parse_error({"--pool", "8", "--dtype", "bf16"}), Contains("--pool: fp32 only"));
+  CHECK_THAT(parse_error({"--pool", "8", "--dtype", "bf16"}),
+             Contains("--pool: a 16-bit job needs one rack"));
+  CHECK(parse_error({"--pool", "8", "--dtype", "bf16", "--racks", "1", "--hosts-per-rack", "8"}).empty());
   CHECK_THAT(parse_error({"--pool", "600"}), Contains("--pool: 1..512 slots"));
   CHECK_THAT(parse_error({"--pool", "64", "--packet-memory", "32"}),
              Contains("64 slots do not fit --packet-memory 32"));

@@ -324,10 +324,10 @@ void validate(const Options& o) {
            std::to_string(o.packet_memory));
     if (host_reduces(o.scheme)) fail("--pool: PANAMA schemes only (the ring schemes build no trees)");
     if (o.tree_shape != "spine") fail("--pool: spine trees only (the controller refuses pooled chain trees)");
-    if (o.dtype != "fp32")
+    if (o.dtype != "fp32" && o.num_racks() > 1)
       fail(
-          "--pool: fp32 only (a 16-bit group summed in the network is rounded at each leaf, on the ring "
-          "once, so the verification's reference cannot check it)");
+          "--pool: a 16-bit job needs one rack (a 16-bit group summed in the network is rounded at each "
+          "leaf, on the ring once, so the verification's reference cannot check it over several)");
     if (o.pool_group > 512) fail("--group: 0..512 sequences (0: the controller's default)");
     if (!(o.pool_overcommit >= 1) || !std::isfinite(o.pool_overcommit)) fail("--overcommit: at least 1");
     for (uint32_t j : o.pooled_jobs) {
