@@ -117,6 +117,18 @@ def grid(name):
                               "memory 1/4": "--scheme panama --packet-memory 128",
                               "memory 1/16": "--scheme panama --packet-memory 32",
                               "ring-rack": SCHEMES["ring-rack"]}}]  # hierarchical: needs even racks
+        # Engine memory short enough to matter (16 slots per engine): fixed
+        # shares against the hybrid (every job pooled: groups claim slots of
+        # one 16-slot pool, denied groups go on the ring) and the ring. fp32:
+        # a 16-bit group over several racks is rounded at each leaf in the
+        # network and once on the ring, which the workers' check cannot follow.
+        short = base.replace("--dtype bf16", "--dtype fp32")
+        cells.append({"name": "64 hosts, load 0.3, ML 100%, 4:1, random placement, fp32, 16 slots per engine",
+                      "args": shlex.split(short),
+                      "schemes": {"panama": SCHEMES["panama"],
+                                  "fixed shares, 16 slots": "--scheme panama --packet-memory 16",
+                                  "hybrid, 16-slot pool": "--scheme panama --packet-memory 16 --pool 16",
+                                  "ring-rack": SCHEMES["ring-rack"]}})
         chain = {"panama": SCHEMES["panama"], "chain": "--scheme panama --tree-shape chain"}
         for hosts, racks, per, spines, load in ((64, 8, 8, 4, 0.3), (256, 16, 16, 8, 0.0), (512, 32, 16, 8, 0.0)):
             args = (f"--racks {racks} --hosts-per-rack {per} --spines {spines} --host-gbps 100 --fabric-gbps 100 "
