@@ -9,6 +9,7 @@
 #include "panama/claim.hpp"
 #include "panama/engine/counters.hpp"
 #include "panama/engine/register_access.hpp"
+#include "panama/pswitch/pool_json.hpp"
 #include "sim.hpp"
 
 namespace panama::netsim {
@@ -239,36 +240,6 @@ nlohmann::json pool_stats_json(const runtime::PoolStats& p) {
           {"ring_malformed", p.ring_malformed}};
 }
 
-// A PSwitch pool's counters of one tree, or summed: the switch's (frames,
-// claim entries) and the pool's (claims, verdicts, leases, drops).
-nlohmann::json pool_counters_json(const pswitch::PoolSwitchCounters& sc, const pswitch::PoolCounters& pc) {
-  nlohmann::json denied = nlohmann::json::object();
-  for (uint8_t r = 1; r < claim::kReasonCount; ++r) {
-    if (pc.denied[r] > 0) denied[claim::reason_name(static_cast<claim::Reason>(r))] = pc.denied[r];
-  }
-  return {{"claims_in", sc.claims_in},
-          {"claims_up", sc.claims_up},
-          {"answers_down", sc.answers_down},
-          {"claim_results_in", sc.claim_results_in},
-          {"releases_in", sc.releases_in},
-          {"releases_up", sc.releases_up},
-          {"mapped", sc.mapped},
-          {"emissions", sc.emissions},
-          {"no_claim_answers", sc.no_claim_answers},
-          {"entry_commits", sc.entry_commits},
-          {"entry_disables", sc.entry_disables},
-          {"commit_failures", sc.commit_failures},
-          {"unmapped", sc.unmapped},
-          {"granted", pc.granted},
-          {"denied", denied},
-          {"reservations", pc.reservations},
-          {"expired", pc.expired},
-          {"released_groups", pc.released_groups},
-          {"drop_no_claim", pc.drop_no_claim},
-          {"drop_stale_group", pc.drop_stale_group},
-          {"slots_held", pc.slots_held},
-          {"slots_high_water", pc.slots_high_water}};
-}
 }  // namespace
 
 // A pooled job's groups: how they finished (every worker finishes a group
@@ -457,7 +428,7 @@ void Sim::report_pswitches(nlohmann::json& j) const {
                     {"counters", config::counters_to_json(snap)}});
     if (const pswitch::ClaimPool* pool = sw.psw->core->pool()) {
       // Pooled mode: the pool's counters, summed and per pooled tree.
-      nlohmann::json pj = pool_counters_json(sw.psw->core->pool_counters(), pool->counters());
+      nlohmann::json pj = pswitch::pool_counters_json(sw.psw->core->pool_counters(), pool->counters());
       pj["free_slots"] = pool->free_slots();
       pj["holding_groups"] = pool->holding_groups();
       nlohmann::json trees = nlohmann::json::array();
@@ -466,8 +437,8 @@ void Sim::report_pswitches(nlohmann::json& j) const {
         if (e < 0) continue;
         nlohmann::json tj = {{"job", sw.psw->settings.trees[t].job},
                              {"tree", sw.psw->settings.trees[t].tree}};
-        tj.update(pool_counters_json(sw.psw->core->pool_tree_counters(t),
-                                     pool->entry_counters(static_cast<uint32_t>(e))));
+        tj.update(pswitch::pool_counters_json(sw.psw->core->pool_tree_counters(t),
+                                              pool->entry_counters(static_cast<uint32_t>(e))));
         trees.push_back(tj);
       }
       pj["trees"] = trees;

@@ -16,6 +16,7 @@
 #include "panama/engine/register_access.hpp"
 #include "panama/pswitch/fault_injector.hpp"
 #include "panama/pswitch/output_queue.hpp"
+#include "panama/pswitch/pool_json.hpp"
 #include "panama/pswitch/switch_core.hpp"
 #include "panama/runtime/idle_backoff.hpp"
 
@@ -55,40 +56,6 @@ nlohmann::json bands_json(const Queue& q) {
     a.push_back(j);
   }
   return a;
-}
-
-// The pool's counters of one tree, or summed: the switch's (frames, claim
-// entries) and the pool's (claims, verdicts, leases, drops).
-nlohmann::json pool_json(const PoolSwitchCounters& sc, const PoolCounters& pc) {
-  nlohmann::json denied = nlohmann::json::object();
-  for (uint8_t r = 1; r < claim::kReasonCount; ++r) {
-    if (pc.denied[r] > 0) denied[claim::reason_name(static_cast<claim::Reason>(r))] = pc.denied[r];
-  }
-  return {{"claims_in", sc.claims_in},
-          {"claims_up", sc.claims_up},
-          {"answers_down", sc.answers_down},
-          {"claim_results_in", sc.claim_results_in},
-          {"releases_in", sc.releases_in},
-          {"releases_up", sc.releases_up},
-          {"mapped", sc.mapped},
-          {"counted", sc.counted},
-          {"no_claim_answers", sc.no_claim_answers},
-          {"emissions", sc.emissions},
-          {"entry_commits", sc.entry_commits},
-          {"entry_disables", sc.entry_disables},
-          {"commit_failures", sc.commit_failures},
-          {"unmapped", sc.unmapped},
-          {"claim_duplicates", pc.claim_duplicates},
-          {"granted", pc.granted},
-          {"denied", denied},
-          {"reservations", pc.reservations},
-          {"expired", pc.expired},
-          {"released_groups", pc.released_groups},
-          {"drop_no_claim", pc.drop_no_claim},
-          {"drop_stale_group", pc.drop_stale_group},
-          {"drop_bad_child", pc.drop_bad_child},
-          {"slots_held", pc.slots_held},
-          {"slots_high_water", pc.slots_high_water}};
 }
 
 // One line of the counter table: a queue's bands, "frames out/tail drops/CE marks".
@@ -471,12 +438,12 @@ nlohmann::json SoftwarePswitch::counters_json() {
       if (e["job"] == tp.job && e["tree"] == tp.tree) tj["engine"] = e["counters"];
     }
     if (const int pe = s.core->pool_entry(static_cast<uint32_t>(t)); pe >= 0)
-      tj["pool"] = pool_json(s.core->pool_tree_counters(static_cast<uint32_t>(t)),
-                             s.core->pool()->entry_counters(static_cast<uint32_t>(pe)));
+      tj["pool"] = pool_counters_json(s.core->pool_tree_counters(static_cast<uint32_t>(t)),
+                                      s.core->pool()->entry_counters(static_cast<uint32_t>(pe)));
     j["trees"].push_back(tj);
   }
   if (s.core->pool()) {
-    j["pool"] = pool_json(s.core->pool_counters(), s.core->pool()->counters());
+    j["pool"] = pool_counters_json(s.core->pool_counters(), s.core->pool()->counters());
     j["pool"]["free_slots"] = s.core->pool()->free_slots();
   }
   const SwitchCounters& c = s.core->counters();
