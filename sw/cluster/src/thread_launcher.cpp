@@ -54,6 +54,7 @@ struct SwitchSlot {
   std::unique_ptr<pswitch::SoftwarePswitch> sw;
   std::atomic<int> state{kRunning};
   std::atomic<bool> failed{false};  // its loop threw (not failed on purpose)
+  std::atomic<uint64_t> last_work_ns{0};  // when a poll last handled a frame
   std::string error;                // what it threw, once `failed`
   std::thread thread;
 };
@@ -220,6 +221,7 @@ class ThreadLauncher final : public NodeLauncher {
       for (auto& s : slots_) {
         if (s->thread.joinable()) s->thread.join();
       }
+      drain_switches();
     }
     stop_switches_.store(true);
     for (auto& s : switches_) {
@@ -255,7 +257,10 @@ class ThreadLauncher final : public NodeLauncher {
       while (!stop_switches_.load(std::memory_order_relaxed)) {
         const int state = s.state.load(std::memory_order_relaxed);
         if (state == kRunning) {
-          backoff.after_poll(s.sw->poll(pswitch::SoftwarePswitch::now_ns()));
+          const uint64_t now = pswitch::SoftwarePswitch::now_ns();
+          const uint32_t n = s.sw->poll(now);
+          if (n > 0) s.last_work_ns.store(now, std::memory_order_relaxed);
+          backoff.after_poll(n);
         } else if (state == kEnded) {
           return;  // its rings are never read again
         } else {
@@ -265,6 +270,28 @@ class ThreadLauncher final : public NodeLauncher {
     } catch (const std::exception& e) {
       s.error = e.what();
       s.failed.store(true);
+    }
+  }
+
+  // What the workers sent last (a pooled job's final release, results on
+  // their way down) is still in the PSwitches' rings when the workers'
+  // threads end. The switches keep running until none of the running ones
+  // has handled a frame for 20 ms, one second at most, so the final
+  // counters include it. A frame one switch forwards to another restarts
+  // the other's quiet time.
+  void drain_switches() {
+    constexpr uint64_t kQuietNs = 20'000'000, kLimitNs = 1'000'000'000;
+    const uint64_t start = pswitch::SoftwarePswitch::now_ns();
+    for (;;) {
+      const uint64_t now = pswitch::SoftwarePswitch::now_ns();
+      bool quiet = true;
+      for (const auto& s : switches_) {
+        if (s->state.load() != kRunning || s->failed.load()) continue;
+        const uint64_t last = s->last_work_ns.load(std::memory_order_relaxed);
+        if (now < last + kQuietNs) quiet = false;
+      }
+      if (quiet || now - start >= kLimitNs) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
 

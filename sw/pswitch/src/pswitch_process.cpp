@@ -74,6 +74,9 @@ int run_pswitch_process(const PswitchProcessOptions& opt, const std::atomic<bool
       }
       if (opt.duration > 0 && now - start >= static_cast<uint64_t>(opt.duration * 1e9)) break;
     }
+    // Frames the peers sent before they stopped are switched and counted
+    // (20 ms without a frame, half a second at most).
+    sw.drain(20'000'000, 500'000'000);
     if (!opt.stats_path.empty()) write_stats(opt.stats_path, sw.counters_json());
     if (!opt.quiet) std::fprintf(stderr, "%s", sw.counters_table().c_str());
   } catch (const std::exception& e) {

@@ -379,6 +379,22 @@ void SoftwarePswitch::run(const std::atomic<bool>& stop, const runtime::IdlePoli
   while (!stop.load(std::memory_order_relaxed)) backoff.after_poll(impl_->poll(now_ns()));
 }
 
+uint64_t SoftwarePswitch::drain(uint64_t quiet_ns, uint64_t limit_ns) {
+  const uint64_t start = now_ns();
+  uint64_t last_work = start;
+  uint64_t handled = 0;
+  for (uint64_t now = start; now - last_work < quiet_ns && now - start < limit_ns; now = now_ns()) {
+    const uint32_t n = impl_->poll(now);
+    if (n > 0) {
+      handled += n;
+      last_work = now;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return handled;
+}
+
 const PswitchSettings& SoftwarePswitch::settings() const {
   return impl_->settings;
 }

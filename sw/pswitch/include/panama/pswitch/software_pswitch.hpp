@@ -44,6 +44,12 @@ class SoftwarePswitch {
   // are shared with the workers).
   void run(const std::atomic<bool>& stop, const runtime::IdlePolicy& idle = runtime::IdlePolicy::busy());
 
+  // Polls until no frame has come for `quiet_ns`, or for `limit_ns` at
+  // most: what the peers sent before they stopped (a worker's last
+  // release, a result on its way down) is switched and counted before the
+  // final counters are read. Returns the frames handled.
+  uint64_t drain(uint64_t quiet_ns, uint64_t limit_ns);
+
   const PswitchSettings& settings() const;
   const std::string& name() const;
 
