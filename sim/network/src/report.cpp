@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "panama/claim.hpp"
+#include "panama/cluster/pool_stats_json.hpp"
 #include "panama/engine/counters.hpp"
 #include "panama/engine/register_access.hpp"
 #include "panama/pswitch/pool_json.hpp"
@@ -213,35 +214,6 @@ nlohmann::json Sim::report_jobs(std::vector<std::vector<std::pair<double, double
   return jobs;
 }
 
-namespace {
-// A worker's pooled-mode statistics (runtime::PoolStats, docs/runtime.md).
-nlohmann::json pool_stats_json(const runtime::PoolStats& p) {
-  return {{"groups", p.groups},
-          {"claimed", p.claimed},
-          {"claims_sent", p.claims_sent},
-          {"claim_timeouts", p.claim_timeouts},
-          {"granted", p.granted},
-          {"denied", p.denied},
-          {"expired", p.expired},
-          {"denied_by_peer", p.denied_by_peer},
-          {"in_network", p.in_network},
-          {"on_ring", p.on_ring},
-          {"answers_ignored", p.answers_ignored},
-          {"denied_after_result", p.denied_after_result},
-          {"releases_sent", p.releases_sent},
-          {"ring_frames_sent", p.ring_frames_sent},
-          {"ring_retransmissions", p.ring_retransmissions},
-          {"ring_bytes_sent", p.ring_bytes_sent},
-          {"ring_acks_sent", p.ring_acks_sent},
-          {"ring_acks_received", p.ring_acks_received},
-          {"ring_frames_received", p.ring_frames_received},
-          {"ring_duplicates", p.ring_duplicates},
-          {"ring_early", p.ring_early},
-          {"ring_malformed", p.ring_malformed}};
-}
-
-}  // namespace
-
 // A pooled job's groups: how they finished (every worker finishes a group
 // the same way; rank 0's counts, and whether all workers agree) and the
 // ring payload bytes all its workers sent.
@@ -292,7 +264,7 @@ nlohmann::json Sim::report_job_workers(const Job& job) const {
       wj["duplicate_results"] = st.duplicate_results;
       wj["unexpected_results"] = st.unexpected_results;
       wj["malformed_results"] = st.malformed_results;
-      if (w.core->plan().pooled) wj["pool"] = pool_stats_json(st.pool);
+      if (w.core->plan().pooled) wj["pool"] = cluster::pool_stats_json(st.pool);
     } else {
       wj["ring_bytes_sent"] = w.links[0].sent + w.links[1].sent;
       wj["ring_bytes_received"] = w.links[0].recv + w.links[1].recv;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "panama/cluster/pool_stats_json.hpp"
 #include "panama/cluster/test_data.hpp"
 #include "panama/runtime/runtime.hpp"
 
@@ -40,27 +41,6 @@ nlohmann::json tree_stats_json(const runtime::TreeStats& t) {
           {"restart_seq", t.restart_seq},
           {"replayed_kept", t.replayed_kept},
           {"replayed_unanswered", t.replayed_unanswered}};
-}
-
-// A pooled worker's groups and its ring traffic (runtime::PoolStats).
-nlohmann::json pool_stats_json(const runtime::PoolStats& p) {
-  return {{"groups", p.groups},
-          {"claims_sent", p.claims_sent},
-          {"claim_timeouts", p.claim_timeouts},
-          {"granted", p.granted},
-          {"denied", p.denied},
-          {"expired", p.expired},
-          {"denied_by_peer", p.denied_by_peer},
-          {"in_network", p.in_network},
-          {"on_ring", p.on_ring},
-          {"answers_ignored", p.answers_ignored},
-          {"denied_after_result", p.denied_after_result},
-          {"releases_sent", p.releases_sent},
-          {"ring_frames_sent", p.ring_frames_sent},
-          {"ring_retransmissions", p.ring_retransmissions},
-          {"ring_bytes_sent", p.ring_bytes_sent},
-          {"ring_frames_received", p.ring_frames_received},
-          {"ring_malformed", p.ring_malformed}};
 }
 
 nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan, runtime::Communicator& comm,
