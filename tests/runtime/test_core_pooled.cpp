@@ -1089,7 +1089,10 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   REQUIRE(chunks.size() == 1);
   CHECK(chunks[0][wire::kPanamaType] == 1);
   CHECK(wire::load_be32(chunks[0].data() + wire::kPanamaSeq) == 0);
-  // Group 1 is chunks 2 and 3 (elements 8..15); rank 0 sends segment 0 (elements 8..11) at step 0.
+  // Group 1 is chunks 2 and 3 (elements 8..15): two pieces, so two segments
+  // of one piece each, rotated by the group index (1): segment 0 is the
+  // group's elements 4..7 (buf[12..15]), segment 1 its elements 0..3
+  // (buf[8..11]). Rank 0 (ring position 0) sends segment 0 at step 0.
   REQUIRE(ring.size() == 1);
   const Frame& r = ring[0];
   REQUIRE(r.size() == 66 + 16);
@@ -1104,13 +1107,15 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(wire::load_be16(r.data() + wire::kUdpLength) == 32 + 16);
   RingFields want;
   want.group = 1;
-  for (uint32_t i = 0; i < 4; ++i) want.values.push_back(test::f2u(buf[8 + i]));
+  want.offset = 4;
+  for (uint32_t i = 0; i < 4; ++i) want.values.push_back(test::f2u(buf[12 + i]));
   Frame expect = ring_frame(want, plan.pooled->next_mac, plan.pooled->next_ip, plan.local_mac, plan.local_ip);
   CHECK(std::vector<uint8_t>(r.begin() + 42, r.end()) ==
         std::vector<uint8_t>(expect.begin() + 42, expect.end()));
 
-  // Rank 1 acknowledges it and sends segment 1 (elements 12..15) at step 0:
-  // rank 0 owns it, completes the sum, writes it and sends it on (step 1).
+  // Rank 1 acknowledges it and sends segment 1 (the group's elements 0..3)
+  // at step 0: rank 0 owns it, completes the sum, writes it and sends it on
+  // (step 1).
   const MacAddress m1 = worker_mac(1, 1);
   const uint32_t ip1 = worker_ip(1, 1);
   RingFields ack = want;
@@ -1123,12 +1128,12 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   RingFields seg1;
   seg1.rank = 1;
   seg1.group = 1;
-  seg1.offset = 4;
+  seg1.offset = 0;
   seg1.values = {test::f2u(100.0f), test::f2u(200.0f), test::f2u(300.0f), test::f2u(400.0f)};
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));  // duplicate: acknowledged again
-  CHECK(buf[12] == 113.0f);
-  CHECK(buf[15] == 416.0f);
+  CHECK(buf[8] == 109.0f);
+  CHECK(buf[11] == 412.0f);
   f = poll_all(c, 2000);
   std::vector<Frame> acks, data;
   for (Frame& x : f) {
@@ -1142,8 +1147,8 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(wire::load_be32(acks[0].data() + 60) == 0);  // offset: none in an acknowledgement
   REQUIRE(data.size() == 1);
   CHECK(wire::load_be16(data[0].data() + 56) == 1);  // all-gather
-  CHECK(wire::load_be32(data[0].data() + 60) == 4);
-  CHECK(wire::load_le32(data[0].data() + 66) == test::f2u(113.0f));
+  CHECK(wire::load_be32(data[0].data() + 60) == 0);
+  CHECK(wire::load_le32(data[0].data() + 66) == test::f2u(109.0f));
 
   // Malformed: the wrong sender, a step past the last, a wrong offset, a short frame.
   RingFields bad = seg1;
@@ -1169,10 +1174,11 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   seg0.rank = 1;
   seg0.group = 1;
   seg0.step = 1;
+  seg0.offset = 4;
   seg0.values = {test::f2u(-1.0f), test::f2u(-2.0f), test::f2u(-3.0f), test::f2u(-4.0f)};
   CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
-  CHECK(buf[8] == -1.0f);
-  CHECK(buf[11] == -4.0f);
+  CHECK(buf[12] == -1.0f);
+  CHECK(buf[15] == -4.0f);
   PoolStats ps = c.stats().pool;
   CHECK(ps.on_ring == 1);
   CHECK(ps.released == 0);  // group 0 is not finished
@@ -1290,28 +1296,31 @@ TEST_CASE("pooled: a group finished on the ring outlives its forgotten allreduce
   poll_all(c, 1000);
   const MacAddress m1 = worker_mac(1, 1);
   const uint32_t ip1 = worker_ip(1, 1);
-  RingFields seg1;  // rank 1's segment 1 (elements 2, 3) at step 0
+  // Group 1 is one piece: one segment, rotated by the group index to
+  // segment 1, which rank 1 sends at step 0 and rank 0 owns. Segment 0 is
+  // empty: rank 0 sends nothing at step 0 and receives nothing at step 1.
+  CHECK(c.stats().pool.ring_frames_sent == 0);
+  RingFields seg1;
   seg1.rank = 1;
   seg1.group = 1;
-  seg1.offset = 2;
-  seg1.values = {test::f2u(5.0f), test::f2u(6.0f)};
-  RingFields seg0 = seg1;  // the all-gather of segment 0
-  seg0.step = 1;
-  seg0.offset = 0;
-  seg0.values = {test::f2u(7.0f), test::f2u(8.0f)};
+  seg1.values = {test::f2u(5.0f), test::f2u(6.0f), test::f2u(7.0f), test::f2u(8.0f)};
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
-  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
   REQUIRE(c.status(idb) == OpStatus::kDone);
-  CHECK(b == std::vector<float>{7.0f, 8.0f, 7.0f, 8.0f});
+  CHECK(b == std::vector<float>{7.0f, 8.0f, 9.0f, 10.0f});
+  RingFields seg0 = seg1;  // anything of the empty segment does not fit
+  seg0.step = 1;
+  seg0.values = {test::f2u(1.0f)};
+  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.stats().pool.ring_malformed == 1);
   CHECK(c.status(ida) == OpStatus::kPending);
   CHECK(c.stats().pool.released == 0);  // group 0 is not finished: group 1 is kept
   c.release(idb);
   c.start(nullptr, 0, 0);  // forgets released allreduces
   // Late duplicates of the finished group: acknowledged again, nothing read or written.
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
-  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
   CHECK(c.stats().pool.ring_duplicates == 2);
-  CHECK(c.stats().pool.ring_malformed == 0);
+  CHECK(c.stats().pool.ring_malformed == 1);
   CHECK(on(answer(1, false)));  // a late answer too
   CHECK(c.stats().pool.answers_ignored == 1);
 }
@@ -1406,4 +1415,38 @@ TEST_CASE("pooled: ring frames of a worker whose ring position is not its rank")
   CHECK(buf == std::vector<float>{101, 202, 303, 404, -5, -6, -7, -8, -9, -10, -11, -12});
   CHECK(c.stats().pool.ring_malformed == 2);
   CHECK(c.stats().pool.on_ring == 1);
+}
+
+TEST_CASE("pooled: ring segments of whole pieces, fewer than the ranks or as many, over a permuted ring") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  // Every group on the ring (no pool). With 4 elements a piece and G = 7, a
+  // group has 1 to 7 pieces against 5 ranks: fewer segments than ranks
+  // (some empty), or as many, some of several pieces.
+  JobSpec j;
+  j.world = 5;
+  j.trees = 1;
+  j.group_size = 7;
+  j.ring = {3, 0, 4, 2, 1};
+  j.sizes = {1, 4, 5, 13, 20, 21, 28, 57, 140, 3};
+  j.types = {wire::ElemType::kFloat32,  wire::ElemType::kBfloat16, wire::ElemType::kFloat32,
+             wire::ElemType::kFloat16,  wire::ElemType::kFloat32,  wire::ElemType::kFloat32,
+             wire::ElemType::kBfloat16, wire::ElemType::kFloat32,  wire::ElemType::kFloat32,
+             wire::ElemType::kFloat16};
+  RigOptions o;
+  o.elems = 4;
+  o.pool_slots = 0;
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  const PoolStats s = rig.job_stats(0);
+  CHECK(s.on_ring == rig.groups_of(j) * j.world);
+  // Every piece of a group crosses N - 1 links in the reduce-scatter and
+  // N - 1 in the all-gather, each time one frame of one whole piece: a
+  // group of P pieces is 2 (N - 1) P data frames (P: its chunks here).
+  uint64_t pieces = 0, retransmissions = 0;
+  for (size_t n : j.sizes) pieces += (n + o.elems - 1) / o.elems;
+  for (auto& w : rig.workers()) retransmissions += w.core->stats().pool.ring_retransmissions;
+  CHECK(s.ring_frames_sent - retransmissions == 2 * (j.world - 1) * pieces);
+  for (auto& w : rig.workers()) CHECK(w.bufs == rig.workers()[0].bufs);
 }

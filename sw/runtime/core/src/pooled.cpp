@@ -42,12 +42,28 @@ constexpr uint32_t kRingMaxPiece = (wire::kMaxFrameBytes - kRPayload) / 4;
 static_assert(kRTree == wire::kPanamaTreeId, "ring frames carry the tree id where PANAMA frames do");
 static_assert(kRJob == wire::kPanamaJobId, "ring frames carry the job id where PANAMA frames do");
 
-uint32_t seg_lo(uint32_t j, uint32_t elems, uint32_t n) {
-  return static_cast<uint32_t>(uint64_t{j} * elems / n);
-}
-
 uint32_t pieces_of(uint32_t len, uint32_t piece) {
   return (len + piece - 1) / piece;
+}
+
+// Segment j (0..n-1) of ring group `group` of `elems` elements in pieces of
+// `piece` elements (docs/hybrid-allreduce.md, "The ring"): the group's P
+// pieces are cut into m = min(n, P) runs of whole pieces, run k being pieces
+// [k P / m, (k + 1) P / m); segment j is run (j + group) mod n, empty when
+// that is m or more. The rotation gives consecutive groups' runs to
+// different ring positions.
+struct Seg {
+  uint32_t lo = 0, hi = 0;  // elements [lo, hi) of the group
+};
+Seg segment(uint32_t j, uint32_t group, uint32_t elems, uint32_t piece, uint32_t n) {
+  const uint32_t pieces = pieces_of(elems, piece);
+  const uint32_t m = std::min(n, pieces);
+  const uint32_t k = (j + group % n) % n;
+  if (k >= m) return Seg{elems, elems};
+  auto at = [&](uint32_t run) {
+    return static_cast<uint32_t>(std::min<uint64_t>(elems, uint64_t{run} * pieces / m * piece));
+  };
+  return Seg{at(k), at(k + 1)};
 }
 
 uint32_t widen16(uint8_t t, uint16_t v) {
@@ -228,15 +244,16 @@ void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t now_ns) {
   const uint32_t n = plan_.world_size;
   rg->elems = e;
   rg->piece_elems = std::min<uint32_t>(plan_.elems_per_packet, kRingMaxPiece);
+  const uint32_t group = g.first_seq / plan_.pooled->group_size;
   for (uint32_t j = 0; j < n; ++j) {
-    const uint32_t np = pieces_of(seg_lo(j + 1, e, n) - seg_lo(j, e, n), rg->piece_elems);
+    const Seg sg = segment(j, group, e, rg->piece_elems, n);
+    const uint32_t np = pieces_of(sg.hi - sg.lo, rg->piece_elems);
     rg->max_pieces = std::max(rg->max_pieces, np);
     rg->total_pieces += np;
   }
   rg->got.assign(size_t{2} * (n - 1) * rg->max_pieces, 0);
   g.ring = std::move(rg);
   RingGroup& r = *g.ring;
-  const uint32_t group = g.first_seq / plan_.pooled->group_size;
   if (n == 1) {  // alone: the sum is this worker's contribution
     const std::vector<uint32_t> own = r.own;
     for (uint32_t off = 0; off < e; off += r.piece_elems) {
@@ -246,8 +263,8 @@ void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t now_ns) {
     return;
   }
   // Reduce-scatter step 0: the segment of this worker's ring position.
-  const uint32_t j = ring_pos_;
-  const uint32_t lo = seg_lo(j, e, n), hi = seg_lo(j + 1, e, n);
+  const Seg sg = segment(ring_pos_, group, e, r.piece_elems, n);
+  const uint32_t lo = sg.lo, hi = sg.hi;
   for (uint32_t piece = 0, off = lo; off < hi; ++piece, off += r.piece_elems) {
     const uint32_t cnt = std::min(r.piece_elems, hi - off);
     ring_send(t, group, 0, piece, off, std::vector<uint32_t>(r.own.begin() + off, r.own.begin() + off + cnt));
@@ -320,8 +337,8 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   const uint32_t n = plan_.world_size;
   const uint32_t elems = g.elems;
   const uint32_t pe = std::min<uint32_t>(plan_.elems_per_packet, kRingMaxPiece);
-  const uint32_t j = received_segment(ring_pos_, step, n);
-  const uint32_t lo = seg_lo(j, elems, n), hi = seg_lo(j + 1, elems, n);
+  const Seg sg = segment(received_segment(ring_pos_, step, n), group, elems, pe, n);
+  const uint32_t lo = sg.lo, hi = sg.hi;
   const uint32_t off = lo + piece * pe;
   if (step + 2 >= 2 * n || piece >= pieces_of(hi - lo, pe) || offset != off ||
       count != std::min(pe, hi - off)) {
