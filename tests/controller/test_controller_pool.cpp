@@ -86,11 +86,13 @@ TEST_CASE("pool: a pooled job next to a fixed-share one on one PSwitch") {
   CHECK(back.pool->trees.size() == 1);
   pswitch::check_trees_against_entries(back, s0.node.entries);
 
-  // Plans: job 1's workers are pooled, with their ring neighbours in rank order.
+  // Plans: job 1's workers are pooled; all under one PSwitch, the ring is
+  // in rank order.
   for (uint32_t r = 0; r < 4; ++r) {
     const runtime::Plan& plan = worker(d, "w" + std::to_string(r)).plan;
     REQUIRE(plan.pooled);
     CHECK(plan.pooled->group_size == 8);
+    CHECK(plan.pooled->ring_position == std::optional<uint32_t>(r));
     const uint8_t next = static_cast<uint8_t>((r + 1) % 4), prev = static_cast<uint8_t>((r + 3) % 4);
     CHECK(plan.pooled->next_mac == config::MacAddress{0x02, 0, 0, 0x01, 0, next});
     CHECK(plan.pooled->next_ip == ((10u << 24) | (1u << 16) | (next + 1u)));
@@ -220,10 +222,59 @@ TEST_CASE("pool: two tiers, a pool on every PSwitch of the pooled job's tree onl
   CHECK(route(sw(d, "leaf0"), 5) == -1);
   CHECK(route(sw(d, "leaf1"), 2) == 4);   // leaf1: w1, w3, w5, w7, spine0, spine1
   CHECK(route(sw(d, "spine1"), 1) == 1);  // every host is below a spine anyway
-  // Ring neighbours in rank order, across the leaves: w0 -> w1 -> w2 -> w3 -> w0.
-  CHECK(worker(d, "w1").plan.pooled->next_ip == ((10u << 24) | (1u << 16) | 3u));
-  CHECK(worker(d, "w1").plan.pooled->prev_ip == ((10u << 24) | (1u << 16) | 1u));
+  // The ring by leaf, by rank within a leaf: w0 -> w2 (leaf0) -> w1 -> w3 (leaf1) -> w0.
+  CHECK(worker(d, "w0").plan.pooled->ring_position == std::optional<uint32_t>(0));
+  CHECK(worker(d, "w2").plan.pooled->ring_position == std::optional<uint32_t>(1));
+  CHECK(worker(d, "w1").plan.pooled->ring_position == std::optional<uint32_t>(2));
+  CHECK(worker(d, "w3").plan.pooled->ring_position == std::optional<uint32_t>(3));
+  CHECK(worker(d, "w1").plan.pooled->next_ip == ((10u << 24) | (1u << 16) | 4u));
+  CHECK(worker(d, "w1").plan.pooled->prev_ip == ((10u << 24) | (1u << 16) | 3u));
   CHECK(worker(d, "w3").plan.pooled->next_ip == ((10u << 24) | (1u << 16) | 1u));
+  CHECK(worker(d, "w0").plan.pooled->prev_mac == config::MacAddress{0x02, 0, 0, 0x01, 0, 3});
+}
+
+TEST_CASE("pool: the ring of a pooled job over two leaves goes by leaf, then by rank") {
+  // w0, w2, .., w14 under leaf0; w1, w3, .., w15 under leaf1. Job 1's ranks
+  // in a mixed order of hosts, so that rank order alternates between leaves.
+  const std::vector<std::string> hosts = {"w3", "w0", "w6",  "w5",  "w2",  "w1",  "w4",  "w7",
+                                          "w8", "w9", "w11", "w10", "w13", "w15", "w12", "w14"};
+  const json jobs = {{"pool", {{"slots", 64}}},
+                     {"jobs", {{{"id", 1}, {"workers", hosts}, {"memory", "pooled"}}}}};
+  const Deployment d = run(two_tier_cluster(16, 2, 2, 10.0), jobs);
+  const uint32_t n = static_cast<uint32_t>(hosts.size());
+  auto host_of_ip = [](uint32_t ip) { return (ip & 0xFF) - 1; };  // 10.1.0.(i + 1) is w<i>
+  auto index_of = [](const std::string& h) { return static_cast<uint32_t>(std::stoul(h.substr(1))); };
+  std::vector<int> at(n, -1);  // ring position -> host index
+  uint32_t crossings = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    INFO("rank " << r << " (" << hosts[r] << ")");
+    const runtime::Plan& plan = worker(d, hosts[r]).plan;
+    REQUIRE(plan.rank == r);
+    REQUIRE(plan.pooled);
+    REQUIRE(plan.pooled->ring_position);
+    const uint32_t pos = *plan.pooled->ring_position;
+    REQUIRE(pos < n);
+    CHECK(at[pos] == -1);  // every position taken once: a permutation
+    at[pos] = static_cast<int>(index_of(hosts[r]));
+    // Leaf0's workers first (positions 0..7), then leaf1's.
+    CHECK(pos / 8 == index_of(hosts[r]) % 2);
+    const uint32_t next = host_of_ip(plan.pooled->next_ip), prev = host_of_ip(plan.pooled->prev_ip);
+    CHECK(plan.pooled->next_mac == config::MacAddress{0x02, 0, 0, 0x01, 0, static_cast<uint8_t>(next)});
+    CHECK(plan.pooled->prev_mac == config::MacAddress{0x02, 0, 0, 0x01, 0, static_cast<uint8_t>(prev)});
+    if (next % 2 != index_of(hosts[r]) % 2) ++crossings;
+  }
+  CHECK(crossings == 2);  // the ring leaves each leaf once
+  // Within a leaf by rank: leaf0 holds ranks 1 (w0), 2 (w6), 4 (w2), 6 (w4),
+  // 8 (w8), 11 (w10), 14 (w12), 15 (w14); leaf1 ranks 0 (w3), 3 (w5), 5 (w1),
+  // 7 (w7), 9 (w9), 10 (w11), 12 (w13), 13 (w15).
+  CHECK(at == std::vector<int>{0, 6, 2, 4, 8, 10, 12, 14, 3, 5, 1, 7, 9, 11, 13, 15});
+  // Each worker's next is the worker at the next position, its previous the one before.
+  for (uint32_t r = 0; r < n; ++r) {
+    const runtime::Plan& plan = worker(d, hosts[r]).plan;
+    const uint32_t pos = *plan.pooled->ring_position;
+    CHECK(static_cast<int>(host_of_ip(plan.pooled->next_ip)) == at[(pos + 1) % n]);
+    CHECK(static_cast<int>(host_of_ip(plan.pooled->prev_ip)) == at[(pos + n - 1) % n]);
+  }
 }
 
 TEST_CASE("pool: three tiers, pools on the leaves, the middles and the core of the tree") {

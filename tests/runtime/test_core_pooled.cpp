@@ -63,6 +63,7 @@ struct JobSpec {
   uint32_t claim_cap = 64;
   std::vector<size_t> sizes;          // elements of each allreduce
   std::vector<wire::ElemType> types;  // per allreduce; missing: fp32
+  std::vector<uint32_t> ring;         // the rank at each ring position; empty: rank order
 };
 
 struct RigOptions {
@@ -111,7 +112,16 @@ Plan pooled_plan(const JobSpec& j, uint32_t rank, const RigOptions& o) {
   p.congestion.retry_budget = o.retry_budget;
   PooledPlan q;
   q.group_size = j.group_size;
-  const uint32_t next = (rank + 1) % j.world, prev = (rank + j.world - 1) % j.world;
+  uint32_t next = (rank + 1) % j.world, prev = (rank + j.world - 1) % j.world;
+  if (!j.ring.empty()) {
+    REQUIRE(j.ring.size() == j.world);
+    const uint32_t pos =
+        static_cast<uint32_t>(std::find(j.ring.begin(), j.ring.end(), rank) - j.ring.begin());
+    REQUIRE(pos < j.world);
+    q.ring_position = pos;
+    next = j.ring[(pos + 1) % j.world];
+    prev = j.ring[(pos + j.world - 1) % j.world];
+  }
   q.next_mac = worker_mac(j.job, next);
   q.next_ip = worker_ip(j.job, next);
   q.prev_mac = worker_mac(j.job, prev);
@@ -869,14 +879,15 @@ TEST_CASE("pooled: ring frames that are never acknowledged fail the job after th
   RigOptions o;
   o.pool_slots = 0;  // every group on the ring
   o.retry_budget = 3;
-  o.drop_ring_to = 1;  // rank 1 hears nothing from rank 0
+  o.drop_ring_to = 1;  // rank 1 hears nothing from rank 0 (the ring in rank order)
   PoolRig rig(seed, {j}, o);
   REQUIRE(rig.run());
   auto& w0 = rig.workers()[0];
   REQUIRE(w0.core->failed());
-  CHECK_THAT(w0.core->op_error(w0.ops[0]), Catch::Contains("job 1 tree 10: ring frame of group 0") &&
-                                               Catch::Contains("to rank 1 got no acknowledgement after") &&
-                                               Catch::Contains("retransmissions (retry_budget)"));
+  CHECK_THAT(w0.core->op_error(w0.ops[0]),
+             Catch::Contains("job 1 tree 10: ring frame of group 0") &&
+                 Catch::Contains("to ring position 1 got no acknowledgement after") &&
+                 Catch::Contains("retransmissions (retry_budget)"));
   CHECK(w0.core->stats().pool.ring_retransmissions >= 3);
   CHECK(w0.core->status(w0.ops[0]) == OpStatus::kFailed);
   // The ranks after it hear nothing from their previous rank, and fail too.
@@ -884,7 +895,7 @@ TEST_CASE("pooled: ring frames that are never acknowledged fail the job after th
     auto& w = rig.workers()[r];
     REQUIRE(w.core->failed());
     CHECK_THAT(w.core->op_error(w.ops[0]),
-               Catch::Contains("job 1 tree 10: the ring of group 0 got nothing from rank " +
+               Catch::Contains("job 1 tree 10: the ring of group 0 got nothing from ring position " +
                                std::to_string(r - 1)) &&
                    Catch::Contains("(retry_budget x rto_max_us); the job cannot finish"));
   }
@@ -905,8 +916,13 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     for (uint32_t k = 0; k < njobs; ++k) {
       JobSpec j;
       j.job = static_cast<uint16_t>(k + 1);
-      j.world = pick(2, 4);
+      j.world = pick(2, 5);
       j.trees = pick(1, 2);
+      if (pick(0, 2) > 0) {  // a ring order other than the ranks'
+        j.ring.resize(j.world);
+        for (uint32_t i = 0; i < j.world; ++i) j.ring[i] = i;
+        std::shuffle(j.ring.begin(), j.ring.end(), r);
+      }
       j.group_size = pick(1, 5);
       j.claim_cap = pick(0, 4) == 0 ? 0 : pick(1, 16);
       const uint32_t ops = pick(1, 3);
@@ -925,9 +941,9 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     o.jitter_ns = pick(0, 1) ? 0 : uint64_t{pick(1, 20)} * 1000;
     o.ring_window = pick(1, 16);
     o.start_spread_ns = uint64_t{pick(0, 3000)} * 1000;
-    uint32_t min_world = 4;
+    uint32_t min_world = 5;
     for (const JobSpec& j : jobs) min_world = std::min(min_world, j.world);
-    o.leaves = pick(0, 2) == 0 ? pick(2, min_world) : 0;
+    o.leaves = pick(0, 2) == 0 ? pick(2, std::min<uint32_t>(4, min_world)) : 0;
     INFO("seed " << seed << " (PANAMA_TEST_SEED=" << base << ", run " << run << "): jobs " << njobs
                  << ", elems " << o.elems << ", pool " << o.pool_slots << ", lease " << o.lease_ns
                  << " ns, loss " << o.loss << ", dup " << o.dup << ", jitter " << o.jitter_ns
@@ -1073,7 +1089,10 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   REQUIRE(chunks.size() == 1);
   CHECK(chunks[0][wire::kPanamaType] == 1);
   CHECK(wire::load_be32(chunks[0].data() + wire::kPanamaSeq) == 0);
-  // Group 1 is chunks 2 and 3 (elements 8..15); rank 0 sends segment 0 (elements 8..11) at step 0.
+  // Group 1 is chunks 2 and 3 (elements 8..15): two pieces, so two segments
+  // of one piece each, rotated by the group index (1): segment 0 is the
+  // group's elements 4..7 (buf[12..15]), segment 1 its elements 0..3
+  // (buf[8..11]). Rank 0 (ring position 0) sends segment 0 at step 0.
   REQUIRE(ring.size() == 1);
   const Frame& r = ring[0];
   REQUIRE(r.size() == 66 + 16);
@@ -1088,13 +1107,15 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(wire::load_be16(r.data() + wire::kUdpLength) == 32 + 16);
   RingFields want;
   want.group = 1;
-  for (uint32_t i = 0; i < 4; ++i) want.values.push_back(test::f2u(buf[8 + i]));
+  want.offset = 4;
+  for (uint32_t i = 0; i < 4; ++i) want.values.push_back(test::f2u(buf[12 + i]));
   Frame expect = ring_frame(want, plan.pooled->next_mac, plan.pooled->next_ip, plan.local_mac, plan.local_ip);
   CHECK(std::vector<uint8_t>(r.begin() + 42, r.end()) ==
         std::vector<uint8_t>(expect.begin() + 42, expect.end()));
 
-  // Rank 1 acknowledges it and sends segment 1 (elements 12..15) at step 0:
-  // rank 0 owns it, completes the sum, writes it and sends it on (step 1).
+  // Rank 1 acknowledges it and sends segment 1 (the group's elements 0..3)
+  // at step 0: rank 0 owns it, completes the sum, writes it and sends it on
+  // (step 1).
   const MacAddress m1 = worker_mac(1, 1);
   const uint32_t ip1 = worker_ip(1, 1);
   RingFields ack = want;
@@ -1107,12 +1128,12 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   RingFields seg1;
   seg1.rank = 1;
   seg1.group = 1;
-  seg1.offset = 4;
+  seg1.offset = 0;
   seg1.values = {test::f2u(100.0f), test::f2u(200.0f), test::f2u(300.0f), test::f2u(400.0f)};
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));  // duplicate: acknowledged again
-  CHECK(buf[12] == 113.0f);
-  CHECK(buf[15] == 416.0f);
+  CHECK(buf[8] == 109.0f);
+  CHECK(buf[11] == 412.0f);
   f = poll_all(c, 2000);
   std::vector<Frame> acks, data;
   for (Frame& x : f) {
@@ -1126,8 +1147,8 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(wire::load_be32(acks[0].data() + 60) == 0);  // offset: none in an acknowledgement
   REQUIRE(data.size() == 1);
   CHECK(wire::load_be16(data[0].data() + 56) == 1);  // all-gather
-  CHECK(wire::load_be32(data[0].data() + 60) == 4);
-  CHECK(wire::load_le32(data[0].data() + 66) == test::f2u(113.0f));
+  CHECK(wire::load_be32(data[0].data() + 60) == 0);
+  CHECK(wire::load_le32(data[0].data() + 66) == test::f2u(109.0f));
 
   // Malformed: the wrong sender, a step past the last, a wrong offset, a short frame.
   RingFields bad = seg1;
@@ -1153,10 +1174,11 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   seg0.rank = 1;
   seg0.group = 1;
   seg0.step = 1;
+  seg0.offset = 4;
   seg0.values = {test::f2u(-1.0f), test::f2u(-2.0f), test::f2u(-3.0f), test::f2u(-4.0f)};
   CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
-  CHECK(buf[8] == -1.0f);
-  CHECK(buf[11] == -4.0f);
+  CHECK(buf[12] == -1.0f);
+  CHECK(buf[15] == -4.0f);
   PoolStats ps = c.stats().pool;
   CHECK(ps.on_ring == 1);
   CHECK(ps.released == 0);  // group 0 is not finished
@@ -1274,28 +1296,157 @@ TEST_CASE("pooled: a group finished on the ring outlives its forgotten allreduce
   poll_all(c, 1000);
   const MacAddress m1 = worker_mac(1, 1);
   const uint32_t ip1 = worker_ip(1, 1);
-  RingFields seg1;  // rank 1's segment 1 (elements 2, 3) at step 0
+  // Group 1 is one piece: one segment, rotated by the group index to
+  // segment 1, which rank 1 sends at step 0 and rank 0 owns. Segment 0 is
+  // empty: rank 0 sends nothing at step 0 and receives nothing at step 1.
+  CHECK(c.stats().pool.ring_frames_sent == 0);
+  RingFields seg1;
   seg1.rank = 1;
   seg1.group = 1;
-  seg1.offset = 2;
-  seg1.values = {test::f2u(5.0f), test::f2u(6.0f)};
-  RingFields seg0 = seg1;  // the all-gather of segment 0
-  seg0.step = 1;
-  seg0.offset = 0;
-  seg0.values = {test::f2u(7.0f), test::f2u(8.0f)};
+  seg1.values = {test::f2u(5.0f), test::f2u(6.0f), test::f2u(7.0f), test::f2u(8.0f)};
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
-  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
   REQUIRE(c.status(idb) == OpStatus::kDone);
-  CHECK(b == std::vector<float>{7.0f, 8.0f, 7.0f, 8.0f});
+  CHECK(b == std::vector<float>{7.0f, 8.0f, 9.0f, 10.0f});
+  RingFields seg0 = seg1;  // anything of the empty segment does not fit
+  seg0.step = 1;
+  seg0.values = {test::f2u(1.0f)};
+  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.stats().pool.ring_malformed == 1);
   CHECK(c.status(ida) == OpStatus::kPending);
   CHECK(c.stats().pool.released == 0);  // group 0 is not finished: group 1 is kept
   c.release(idb);
   c.start(nullptr, 0, 0);  // forgets released allreduces
   // Late duplicates of the finished group: acknowledged again, nothing read or written.
   CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
-  CHECK(on(ring_frame(seg0, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(on(ring_frame(seg1, plan.local_mac, plan.local_ip, m1, ip1)));
   CHECK(c.stats().pool.ring_duplicates == 2);
-  CHECK(c.stats().pool.ring_malformed == 0);
+  CHECK(c.stats().pool.ring_malformed == 1);
   CHECK(on(answer(1, false)));  // a late answer too
   CHECK(c.stats().pool.answers_ignored == 1);
+}
+
+TEST_CASE("pooled: ring frames of a worker whose ring position is not its rank") {
+  // Ranks 1, 2, 0 at ring positions 0, 1, 2: rank 0 sends to rank 1, hears
+  // rank 2, and writes position 2 into its frames.
+  JobSpec j;
+  j.world = 3;
+  j.group_size = 3;
+  j.ring = {1, 2, 0};
+  RigOptions o;
+  o.elems = 4;
+  const Plan plan = pooled_plan(j, 0, o);
+  REQUIRE(ring_position(plan) == 2);
+  REQUIRE(plan.pooled->next_mac == worker_mac(1, 1));
+  REQUIRE(plan.pooled->prev_mac == worker_mac(1, 2));
+  AllreduceCore c(plan);
+  std::vector<float> buf(12);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i + 1);
+  const OpId id = c.start(buf.data(), buf.size(), 0);  // group 0: three pieces, one segment each
+  auto on = [&](const Frame& f) { return c.on_frame(f.data(), static_cast<uint32_t>(f.size()), 1000); };
+  poll_all(c, 0);
+  CHECK(on(answer(0, false)));
+  // Position 2 sends segment 2 (elements 8..11) at step 0, to rank 1.
+  std::vector<Frame> f = poll_all(c, 1000);
+  REQUIRE(f.size() == 1);
+  RingFields want;
+  want.rank = 2;
+  want.offset = 8;
+  for (uint32_t i = 0; i < 4; ++i) want.values.push_back(test::f2u(buf[8 + i]));
+  const Frame expect =
+      ring_frame(want, plan.pooled->next_mac, plan.pooled->next_ip, plan.local_mac, plan.local_ip);
+  CHECK(std::vector<uint8_t>(f[0].begin() + 42, f[0].end()) ==
+        std::vector<uint8_t>(expect.begin() + 42, expect.end()));
+  CHECK(std::memcmp(f[0].data() + wire::kEthDst, worker_mac(1, 1).data(), 6) == 0);
+
+  const MacAddress m1 = worker_mac(1, 1), m2 = worker_mac(1, 2);
+  const uint32_t ip1 = worker_ip(1, 1), ip2 = worker_ip(1, 2);
+  // Its acknowledgement comes from position 0 (rank 1); one naming rank 1's
+  // rank, or position 1, is not taken.
+  RingFields ack = want;
+  ack.kind = 2;
+  ack.elem_type = 0;
+  ack.values.clear();
+  ack.rank = 1;
+  CHECK(on(ring_frame(ack, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.stats().pool.ring_malformed == 1);
+  CHECK(c.stats().pool.ring_acks_received == 0);
+  ack.rank = 0;
+  CHECK(on(ring_frame(ack, plan.local_mac, plan.local_ip, m1, ip1)));
+  CHECK(c.stats().pool.ring_acks_received == 1);
+
+  // Data from position 1 (rank 2): segment 1 at step 0, segment 0 at step 1
+  // (position 2 owns segment 0). A frame naming rank 2's rank is not taken.
+  RingFields d;
+  d.rank = 2;
+  d.offset = 4;
+  d.values = {test::f2u(10.0f), test::f2u(20.0f), test::f2u(30.0f), test::f2u(40.0f)};
+  CHECK(on(ring_frame(d, plan.local_mac, plan.local_ip, m2, ip2)));
+  CHECK(c.stats().pool.ring_malformed == 2);
+  d.rank = 1;
+  CHECK(on(ring_frame(d, plan.local_mac, plan.local_ip, m2, ip2)));
+  f = poll_all(c, 2000);
+  std::vector<Frame> data;
+  for (Frame& x : f) {
+    if (x[43] == 1) data.push_back(x);
+  }
+  REQUIRE(data.size() == 1);  // segment 1 passed on at step 1, this rank's part added
+  CHECK(wire::load_be32(data[0].data() + 48) == 2);
+  CHECK(wire::load_be16(data[0].data() + 56) == 1);
+  CHECK(wire::load_be32(data[0].data() + 60) == 4);
+  CHECK(wire::load_le32(data[0].data() + 66) == test::f2u(15.0f));
+  RingFields s0 = d;
+  s0.step = 1;
+  s0.offset = 0;
+  s0.values = {test::f2u(100.0f), test::f2u(200.0f), test::f2u(300.0f), test::f2u(400.0f)};
+  CHECK(on(ring_frame(s0, plan.local_mac, plan.local_ip, m2, ip2)));
+  CHECK(buf[0] == 101.0f);
+  CHECK(buf[3] == 404.0f);
+  // The all-gather: segment 2 at step 2, segment 1 at step 3.
+  RingFields a2 = d;
+  a2.step = 2;
+  a2.offset = 8;
+  a2.values = {test::f2u(-9.0f), test::f2u(-10.0f), test::f2u(-11.0f), test::f2u(-12.0f)};
+  CHECK(on(ring_frame(a2, plan.local_mac, plan.local_ip, m2, ip2)));
+  RingFields a1 = d;
+  a1.step = 3;
+  a1.values = {test::f2u(-5.0f), test::f2u(-6.0f), test::f2u(-7.0f), test::f2u(-8.0f)};
+  CHECK(on(ring_frame(a1, plan.local_mac, plan.local_ip, m2, ip2)));
+  CHECK(c.status(id) == OpStatus::kDone);
+  CHECK(buf == std::vector<float>{101, 202, 303, 404, -5, -6, -7, -8, -9, -10, -11, -12});
+  CHECK(c.stats().pool.ring_malformed == 2);
+  CHECK(c.stats().pool.on_ring == 1);
+}
+
+TEST_CASE("pooled: ring segments of whole pieces, fewer than the ranks or as many, over a permuted ring") {
+  const uint64_t seed = test::core::seed_from_env();
+  INFO("seed " << seed << " (PANAMA_TEST_SEED)");
+  // Every group on the ring (no pool). With 4 elements a piece and G = 7, a
+  // group has 1 to 7 pieces against 5 ranks: fewer segments than ranks
+  // (some empty), or as many, some of several pieces.
+  JobSpec j;
+  j.world = 5;
+  j.trees = 1;
+  j.group_size = 7;
+  j.ring = {3, 0, 4, 2, 1};
+  j.sizes = {1, 4, 5, 13, 20, 21, 28, 57, 140, 3};
+  j.types = {wire::ElemType::kFloat32,  wire::ElemType::kBfloat16, wire::ElemType::kFloat32,
+             wire::ElemType::kFloat16,  wire::ElemType::kFloat32,  wire::ElemType::kFloat32,
+             wire::ElemType::kBfloat16, wire::ElemType::kFloat32,  wire::ElemType::kFloat32,
+             wire::ElemType::kFloat16};
+  RigOptions o;
+  o.elems = 4;
+  o.pool_slots = 0;
+  PoolRig rig(seed, {j}, o);
+  REQUIRE(rig.run());
+  rig.check();
+  const PoolStats s = rig.job_stats(0);
+  CHECK(s.on_ring == rig.groups_of(j) * j.world);
+  // Every piece of a group crosses N - 1 links in the reduce-scatter and
+  // N - 1 in the all-gather, each time one frame of one whole piece: a
+  // group of P pieces is 2 (N - 1) P data frames (P: its chunks here).
+  uint64_t pieces = 0, retransmissions = 0;
+  for (size_t n : j.sizes) pieces += (n + o.elems - 1) / o.elems;
+  for (auto& w : rig.workers()) retransmissions += w.core->stats().pool.ring_retransmissions;
+  CHECK(s.ring_frames_sent - retransmissions == 2 * (j.world - 1) * pieces);
+  for (auto& w : rig.workers()) CHECK(w.bufs == rig.workers()[0].bufs);
 }

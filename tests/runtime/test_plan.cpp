@@ -140,7 +140,13 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
   const std::string pooled =
       R"("pooled": {"group_size": 8, "next_mac": "02:00:00:00:01:02", "next_ip": "10.0.1.3",
                     "prev_mac": "02:00:00:00:01:00", "prev_ip": "10.0.1.1"},)";
-  const Plan p = parse_plan(with("\"world_size\": 4,", "\"world_size\": 4, " + pooled));
+  // The pooled plan with `extra` keys after group_size.
+  auto pooled_with = [&](const std::string& extra) {
+    std::string text = with("\"world_size\": 4,", "\"world_size\": 4, " + pooled);
+    const std::string key = "\"group_size\": 8";
+    return extra.empty() ? text : text.replace(text.find(key), key.size(), key + ", " + extra);
+  };
+  const Plan p = parse_plan(pooled_with(""));
   REQUIRE(p.pooled);
   CHECK(p.pooled->group_size == 8);
   CHECK(p.pooled->next_mac == MacAddress{0x02, 0, 0, 0, 0x01, 0x02});
@@ -149,12 +155,22 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
   CHECK(p.pooled->ring_port == 0);
   CHECK(ring_udp_port(p) == 9601);  // the PANAMA port + 1 by default
   CHECK(p.pooled->ring_window == 64);
+  // No ring position: the ring is in rank order, and none is written.
+  CHECK(!p.pooled->ring_position);
+  CHECK(ring_position(p) == p.rank);
+  CHECK(plan_to_json(p).find("ring_position") == std::string::npos);
   CHECK(parse_plan(plan_to_json(p)) == p);
   Plan q = p;
   q.pooled->ring_port = 7000;
   q.pooled->ring_window = 5;
+  q.pooled->ring_position = 3;
   CHECK(ring_udp_port(q) == 7000);
+  CHECK(ring_position(q) == 3);
   CHECK(parse_plan(plan_to_json(q)) == q);
+  CHECK(!(q == p));
+  q.pooled->ring_position = 0;  // written and read back although it is 0
+  CHECK(parse_plan(plan_to_json(q)).pooled->ring_position == std::optional<uint32_t>(0));
+  CHECK(ring_position(parse_plan(pooled_with("\"ring_position\": 2"))) == 2);
   // A plan without it is what it was: no pooled key written, none read.
   CHECK(!parse_plan(kMinimal).pooled);
   CHECK(plan_to_json(parse_plan(kMinimal)).find("pooled") == std::string::npos);
@@ -177,6 +193,10 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
              Catch::Contains("pooled.ring_port: must differ from udp_port"));
   CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_window\": 0"),
              Catch::Contains("pooled.ring_window: out of range"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_position\": 4"),
+             Catch::Contains("pooled.ring_position: must be below world_size (4 >= 4)"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_position\": -1"),
+             Catch::Contains("pooled.ring_position: out of range"));
   CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"grup\": 1"),
              Catch::Contains("pooled.grup: unknown key"));
   CHECK_THAT(bad("\"world_size\": 4,", "\"world_size\": 4, \"udp_port\": 65535,"),
@@ -206,6 +226,12 @@ TEST_CASE("plan: a pooled plan built in code is checked too") {
   p.pooled->group_size = 4;
   p.pooled->ring_port = p.udp_port;
   CHECK_THAT(error(p), Catch::StartsWith("pooled.ring_port: must differ from udp_port"));
+  p.pooled->ring_port = 0;
+  p.pooled->ring_position = p.world_size;
+  CHECK_THAT(error(p), Catch::StartsWith("pooled.ring_position: must be below world_size"));
+  p.pooled->ring_position = p.world_size - 1;
+  CHECK(error(p) == "<no error>");
+  p.pooled->ring_position.reset();
   // A single worker is its own ring neighbour: no addresses needed.
   p.pooled->ring_port = 0;
   p.world_size = 1;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <numeric>
 #include <stdexcept>
 
 #include "panama/runtime/plan_file.hpp"
@@ -161,6 +163,24 @@ void Planner::write_switch_configs() {
 // Every worker's plan: its leaf per tree, its child id, and a first
 // cwnd_cap no larger than the smallest share on the tree.
 void Planner::write_worker_plans() {
+  // The ring of each pooled job's denied groups: its workers by rack (the
+  // PSwitch of each one's first uplink, in the cluster's PSwitch order),
+  // by rank within a rack, so that the ring crosses between racks once per
+  // rack. ring_at[job index][position] is a rank, position_of the inverse.
+  std::map<size_t, std::vector<uint32_t>> ring_at, position_of;
+  for (size_t ji = 0; ji < jd.jobs.size(); ++ji) {
+    const JobDesc& job = jd.jobs[ji];
+    if (!job.pooled) continue;
+    std::vector<uint32_t>& order = ring_at[ji];
+    order.resize(job.workers.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return host_leaf[nodes.at(job.workers[a]).index] < host_leaf[nodes.at(job.workers[b]).index];
+    });
+    std::vector<uint32_t>& pos = position_of[ji];
+    pos.resize(order.size());
+    for (uint32_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  }
   for (const WorkerSlot& ws : worker_slots) {
     const JobDesc& job = jd.jobs[ws.job_index];
     const HostDesc& hd = c.hosts[ws.host];
@@ -204,13 +224,16 @@ void Planner::write_worker_plans() {
                          c.switches[host_uplinks[ws.host][u]].name + "-" + hd.name + ".sock" + kMemifArgs);
     }
     if (job.pooled) {
-      // The ring of denied groups: data to the next rank, acknowledgements
-      // to the previous one, in rank order.
-      const size_t n = job.workers.size();
-      const HostDesc& next = c.hosts[nodes.at(job.workers[(ws.rank + 1) % n]).index];
-      const HostDesc& prev = c.hosts[nodes.at(job.workers[(ws.rank + n - 1) % n]).index];
+      // The ring of denied groups: data to the next worker on the ring,
+      // acknowledgements to the previous one.
+      const std::vector<uint32_t>& order = ring_at.at(ws.job_index);
+      const uint32_t n = static_cast<uint32_t>(order.size());
+      const uint32_t at = position_of.at(ws.job_index)[ws.rank];
+      const HostDesc& next = c.hosts[nodes.at(job.workers[order[(at + 1) % n]]).index];
+      const HostDesc& prev = c.hosts[nodes.at(job.workers[order[(at + n - 1) % n]]).index];
       runtime::PooledPlan pp;
       pp.group_size = group_of.at(job.id);
+      pp.ring_position = at;
       pp.next_mac = next.mac;
       pp.next_ip = next.ip;
       pp.prev_mac = prev.mac;

@@ -66,6 +66,7 @@ AllreduceCore::AllreduceCore(const Plan& plan) : plan_(plan) {
   }
   totals_.job_id = plan_.job_id;
   ring_port_ = ring_udp_port(plan_);
+  ring_pos_ = ring_position(plan_);
 }
 
 AllreduceCore::Tree& AllreduceCore::route(size_t primary) {

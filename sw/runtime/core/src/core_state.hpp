@@ -90,16 +90,19 @@ struct AllreduceCore::Group {
   std::unique_ptr<RingGroup> ring;
 };
 
-// The ring fallback's state of one denied group at this rank. The group's
-// elements, its chunks in sequence order, form a vector of E elements cut
-// into N segments (segment j: [j E / N, (j + 1) E / N)), each cut into
-// pieces of at most piece_elems elements. Reduce-scatter: at step s
-// (0 <= s <= N - 2) rank r sends segment (r - s) mod N, its own
-// contribution added to what it received at step s - 1; rank r owns
-// segment (r + 1) mod N, whose sum it completes at its receipt of step
-// N - 2 and rounds once to the group's type. All-gather: at step N - 1 + a
-// (0 <= a <= N - 2) rank r sends segment (r + 1 - a) mod N, the owner's
-// rounded values. Partial sums and results travel as fp32.
+// The ring fallback's state of one denied group at this worker. The
+// group's elements, its chunks in sequence order, form a vector of E
+// elements in P = ceil(E / piece_elems) pieces, cut into N segments of
+// whole pieces, min(N, P) of them non-empty, which ring positions hold the
+// non-empty ones rotating with the group index (pooled.cpp, `segment`).
+// Positions are the plan's ring order (PooledPlan::ring_position).
+// Reduce-scatter: at step s (0 <= s <= N - 2) ring position r sends
+// segment (r - s) mod N, its own contribution added to what it received at
+// step s - 1; position r owns segment (r + 1) mod N, whose sum it completes
+// at its receipt of step N - 2 and rounds once to the group's type.
+// All-gather: at step N - 1 + a (0 <= a <= N - 2) position r sends segment
+// (r + 1 - a) mod N, the owner's rounded values. An empty segment sends no
+// frame. Partial sums and results travel as fp32.
 struct AllreduceCore::RingGroup {
   uint32_t elems = 0;        // E
   uint32_t piece_elems = 0;  // largest piece

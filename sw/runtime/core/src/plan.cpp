@@ -75,6 +75,10 @@ void validate_plan(const Plan& p) {
     const PooledPlan& q = *p.pooled;
     if (q.group_size < 1 || q.group_size > 512) fail("pooled.group_size", "out of range [1, 512]");
     if (q.ring_window < 1 || q.ring_window > 65536) fail("pooled.ring_window", "out of range [1, 65536]");
+    if (q.ring_position && *q.ring_position >= p.world_size) {
+      fail("pooled.ring_position", "must be below world_size (" + std::to_string(*q.ring_position) +
+                                       " >= " + std::to_string(p.world_size) + ")");
+    }
     if (q.ring_port == 0 && p.udp_port == 0xFFFF)
       fail("pooled.ring_port", "required when udp_port is 65535 (the default is udp_port + 1)");
     if (ring_udp_port(p) == p.udp_port)
@@ -95,6 +99,10 @@ uint16_t ring_udp_port(const Plan& plan) {
   return plan.pooled->ring_port != 0 ? plan.pooled->ring_port : static_cast<uint16_t>(plan.udp_port + 1);
 }
 
+uint32_t ring_position(const Plan& plan) {
+  return plan.pooled && plan.pooled->ring_position ? *plan.pooled->ring_position : plan.rank;
+}
+
 bool operator==(const CongestionParams& a, const CongestionParams& b) {
   return a.g == b.g && a.initial_alpha == b.initial_alpha && a.initial_cwnd == b.initial_cwnd &&
          a.ssthresh == b.ssthresh && a.rto_initial_us == b.rto_initial_us && a.rto_min_us == b.rto_min_us &&
@@ -107,9 +115,9 @@ bool operator==(const TreePlan& a, const TreePlan& b) {
          a.uplink == b.uplink;
 }
 bool operator==(const PooledPlan& a, const PooledPlan& b) {
-  return a.group_size == b.group_size && a.next_mac == b.next_mac && a.next_ip == b.next_ip &&
-         a.prev_mac == b.prev_mac && a.prev_ip == b.prev_ip && a.ring_port == b.ring_port &&
-         a.ring_window == b.ring_window;
+  return a.group_size == b.group_size && a.ring_position == b.ring_position && a.next_mac == b.next_mac &&
+         a.next_ip == b.next_ip && a.prev_mac == b.prev_mac && a.prev_ip == b.prev_ip &&
+         a.ring_port == b.ring_port && a.ring_window == b.ring_window;
 }
 bool operator==(const Plan& a, const Plan& b) {
   return a.job_id == b.job_id && a.rank == b.rank && a.world_size == b.world_size &&

@@ -3,8 +3,8 @@
 // mode"): claims sent ahead of each group's chunks, the per-group state
 // machine (claiming, in the network, on the ring, finished), cumulative
 // releases, and the ring fallback that reduces a denied group over the
-// job's ranks (reduce-scatter, then all-gather) with acknowledged,
-// retransmitted ring frames.
+// job's ranks in the plan's ring order (reduce-scatter, then all-gather)
+// with acknowledged, retransmitted ring frames.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -25,7 +25,7 @@ constexpr uint32_t kRKind = wire::kPanamaOffset + 1;      // u8: 1 data, 2 ack
 constexpr uint32_t kRJob = wire::kPanamaOffset + 2;       // u16
 constexpr uint32_t kRTree = wire::kPanamaOffset + 4;      // u8
 constexpr uint32_t kRElemType = wire::kPanamaOffset + 5;  // u8: the group's element type
-constexpr uint32_t kRRank = wire::kPanamaOffset + 6;      // u32: the sender's rank
+constexpr uint32_t kRRank = wire::kPanamaOffset + 6;      // u32: the sender's ring position
 constexpr uint32_t kRGroup = wire::kPanamaOffset + 10;    // u32
 constexpr uint32_t kRStep = wire::kPanamaOffset + 14;     // u16
 constexpr uint32_t kRPiece = wire::kPanamaOffset + 16;    // u16
@@ -42,19 +42,35 @@ constexpr uint32_t kRingMaxPiece = (wire::kMaxFrameBytes - kRPayload) / 4;
 static_assert(kRTree == wire::kPanamaTreeId, "ring frames carry the tree id where PANAMA frames do");
 static_assert(kRJob == wire::kPanamaJobId, "ring frames carry the job id where PANAMA frames do");
 
-uint32_t seg_lo(uint32_t j, uint32_t elems, uint32_t n) {
-  return static_cast<uint32_t>(uint64_t{j} * elems / n);
-}
-
 uint32_t pieces_of(uint32_t len, uint32_t piece) {
   return (len + piece - 1) / piece;
+}
+
+// Segment j (0..n-1) of ring group `group` of `elems` elements in pieces of
+// `piece` elements (docs/hybrid-allreduce.md, "The ring"): the group's P
+// pieces are cut into m = min(n, P) runs of whole pieces, run k being pieces
+// [k P / m, (k + 1) P / m); segment j is run (j + group) mod n, empty when
+// that is m or more. The rotation gives consecutive groups' runs to
+// different ring positions.
+struct Seg {
+  uint32_t lo = 0, hi = 0;  // elements [lo, hi) of the group
+};
+Seg segment(uint32_t j, uint32_t group, uint32_t elems, uint32_t piece, uint32_t n) {
+  const uint32_t pieces = pieces_of(elems, piece);
+  const uint32_t m = std::min(n, pieces);
+  const uint32_t k = (j + group % n) % n;
+  if (k >= m) return Seg{elems, elems};
+  auto at = [&](uint32_t run) {
+    return static_cast<uint32_t>(std::min<uint64_t>(elems, uint64_t{run} * pieces / m * piece));
+  };
+  return Seg{at(k), at(k + 1)};
 }
 
 uint32_t widen16(uint8_t t, uint16_t v) {
   return t == static_cast<uint8_t>(wire::ElemType::kFloat16) ? fp16_to_fp32(v) : bf16_to_fp32(v);
 }
 
-// The segment rank r receives at `step` (from rank r - 1).
+// The segment ring position r receives at `step` (from position r - 1).
 uint32_t received_segment(uint32_t r, uint32_t step, uint32_t n) {
   if (step + 2 <= n) return (r + 2 * n - 1 - step) % n;  // reduce-scatter
   return (r + n - (step - (n - 1))) % n;                 // all-gather
@@ -228,15 +244,16 @@ void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t now_ns) {
   const uint32_t n = plan_.world_size;
   rg->elems = e;
   rg->piece_elems = std::min<uint32_t>(plan_.elems_per_packet, kRingMaxPiece);
+  const uint32_t group = g.first_seq / plan_.pooled->group_size;
   for (uint32_t j = 0; j < n; ++j) {
-    const uint32_t np = pieces_of(seg_lo(j + 1, e, n) - seg_lo(j, e, n), rg->piece_elems);
+    const Seg sg = segment(j, group, e, rg->piece_elems, n);
+    const uint32_t np = pieces_of(sg.hi - sg.lo, rg->piece_elems);
     rg->max_pieces = std::max(rg->max_pieces, np);
     rg->total_pieces += np;
   }
   rg->got.assign(size_t{2} * (n - 1) * rg->max_pieces, 0);
   g.ring = std::move(rg);
   RingGroup& r = *g.ring;
-  const uint32_t group = g.first_seq / plan_.pooled->group_size;
   if (n == 1) {  // alone: the sum is this worker's contribution
     const std::vector<uint32_t> own = r.own;
     for (uint32_t off = 0; off < e; off += r.piece_elems) {
@@ -245,9 +262,9 @@ void AllreduceCore::to_ring(Tree& t, Group& g, uint64_t now_ns) {
     }
     return;
   }
-  // Reduce-scatter step 0: this rank's own segment.
-  const uint32_t j = plan_.rank;
-  const uint32_t lo = seg_lo(j, e, n), hi = seg_lo(j + 1, e, n);
+  // Reduce-scatter step 0: the segment of this worker's ring position.
+  const Seg sg = segment(ring_pos_, group, e, r.piece_elems, n);
+  const uint32_t lo = sg.lo, hi = sg.hi;
   for (uint32_t piece = 0, off = lo; off < hi; ++piece, off += r.piece_elems) {
     const uint32_t cnt = std::min(r.piece_elems, hi - off);
     ring_send(t, group, 0, piece, off, std::vector<uint32_t>(r.own.begin() + off, r.own.begin() + off + cnt));
@@ -320,8 +337,8 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   const uint32_t n = plan_.world_size;
   const uint32_t elems = g.elems;
   const uint32_t pe = std::min<uint32_t>(plan_.elems_per_packet, kRingMaxPiece);
-  const uint32_t j = received_segment(plan_.rank, step, n);
-  const uint32_t lo = seg_lo(j, elems, n), hi = seg_lo(j + 1, elems, n);
+  const Seg sg = segment(received_segment(ring_pos_, step, n), group, elems, pe, n);
+  const uint32_t lo = sg.lo, hi = sg.hi;
   const uint32_t off = lo + piece * pe;
   if (step + 2 >= 2 * n || piece >= pieces_of(hi - lo, pe) || offset != off ||
       count != std::min(pe, hi - off)) {
@@ -330,11 +347,11 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   }
   if (!g.on_ring) {
     if (g.state == Group::State::kDone || g.results > 0) {
-      ++ps.ring_malformed;  // finished or answered in the network here: not from a rank that follows the
-                            // rules
+      ++ps.ring_malformed;  // finished or answered in the network here: not from a worker that follows
+                            // the rules
       return;
     }
-    // The previous rank heard denied: the root's one answer (rule 4).
+    // The previous worker on the ring heard denied: the root's one answer (rule 4).
     ++ps.denied_by_peer;
     to_ring(t, g, now_ns);
   }
@@ -354,13 +371,13 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   r.last_ns = now_ns;
   std::vector<uint32_t> v(count);
   for (uint32_t i = 0; i < count; ++i) v[i] = wire::load_le32(payload + 4 * i);
-  if (step + 2 <= n) {  // reduce-scatter: add this rank's contribution
+  if (step + 2 <= n) {  // reduce-scatter: add this worker's contribution
     for (uint32_t i = 0; i < count; ++i) v[i] = fp32_add(v[i], r.own[offset + i]);
     if (step + 2 < n) {
       ring_send(t, group, step + 1, piece, offset, std::move(v));
       return;
     }
-    // This rank owns the segment: the sum is complete. A 16-bit result is
+    // This worker owns the segment: the sum is complete. A 16-bit result is
     // rounded here, once, and travels as the fp32 value of the rounded one.
     if (r.elem_type != static_cast<uint8_t>(wire::ElemType::kFloat32)) {
       for (uint32_t& x : v) x = widen16(r.elem_type, elem_round16(r.elem_type, x));
@@ -378,7 +395,7 @@ namespace {
 // Ethernet II / IPv4 / UDP and the ring header; the caller adds the payload.
 void write_ring_headers(uint8_t* f, const wire::Header& hdr, const MacAddress& dst_mac, uint32_t dst_ip,
                         uint16_t port, uint8_t kind, uint16_t job, uint8_t tree, uint8_t elem_type,
-                        uint32_t rank, uint32_t group, uint16_t step, uint16_t piece, uint32_t offset,
+                        uint32_t ring_pos, uint32_t group, uint16_t step, uint16_t piece, uint32_t offset,
                         uint16_t count) {
   std::memcpy(f + wire::kEthDst, dst_mac.data(), 6);
   std::memcpy(f + wire::kEthSrc, hdr.eth_src, 6);
@@ -404,7 +421,7 @@ void write_ring_headers(uint8_t* f, const wire::Header& hdr, const MacAddress& d
   wire::store_be16(f + kRJob, job);
   f[kRTree] = tree;
   f[kRElemType] = elem_type;
-  wire::store_be32(f + kRRank, rank);
+  wire::store_be32(f + kRRank, ring_pos);
   wire::store_be32(f + kRGroup, group);
   wire::store_be16(f + kRStep, step);
   wire::store_be16(f + kRPiece, piece);
@@ -417,14 +434,14 @@ void write_ring_headers(uint8_t* f, const wire::Header& hdr, const MacAddress& d
 bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) {
   const PooledPlan& q = *plan_.pooled;
   const CongestionParams& c = plan_.congestion;
-  // Acknowledgements, to the previous rank.
+  // Acknowledgements, to the previous worker on the ring.
   while (!ring_acks_.empty() && budget > 0) {
     const RingKey k = ring_acks_.front();
     uint8_t* f = out.begin_frame(kRPayload);
     if (!f) return false;
     Tree& t = *trees_[k.tree];
     write_ring_headers(f, t.hdr, q.prev_mac, q.prev_ip, ring_port_, kRingAck, plan_.job_id, t.plan.tree_id, 0,
-                       plan_.rank, k.group, k.step, k.piece, 0, 0);
+                       ring_pos_, k.group, k.step, k.piece, 0, 0);
     out.end_frame(kRPayload);
     ring_acks_.pop_front();
     --budget;
@@ -437,7 +454,7 @@ bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) 
     uint8_t* f = out.begin_frame(len);
     if (!f) return false;
     write_ring_headers(f, t.hdr, q.next_mac, q.next_ip, ring_port_, kRingData, plan_.job_id, t.plan.tree_id,
-                       o.elem_type, plan_.rank, k.group, k.step, k.piece, o.offset,
+                       o.elem_type, ring_pos_, k.group, k.step, k.piece, o.offset,
                        static_cast<uint16_t>(count));
     wire::store_le32_run(f + kRPayload, o.values.data(), count);
     out.end_frame(len);
@@ -457,9 +474,9 @@ bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) 
       const Tree& t = *trees_[kv.first.tree];
       fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) +
                ": ring frame of group " + std::to_string(kv.first.group) + " (step " +
-               std::to_string(kv.first.step) + ", piece " + std::to_string(kv.first.piece) + ") to rank " +
-               std::to_string((plan_.rank + 1) % plan_.world_size) + " got no acknowledgement after " +
-               std::to_string(o.retries) +
+               std::to_string(kv.first.step) + ", piece " + std::to_string(kv.first.piece) +
+               ") to ring position " + std::to_string((ring_pos_ + 1) % plan_.world_size) +
+               " got no acknowledgement after " + std::to_string(o.retries) +
                " retransmissions (retry_budget); the ring cannot finish the group");
       return false;
     }
@@ -535,13 +552,13 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
     }
     if (g.state == Group::State::kDone) continue;
     ++open;
-    // A ring group that hears nothing from the previous rank: as a chunk
+    // A ring group that hears nothing from the previous worker: as a chunk
     // whose tree answers nothing, it fails the job after the patience.
     if (g.state == Group::State::kRing && now_ns - g.ring->last_ns >= patience &&
         now_ns >= defer_failure_until_ns_) {
       fail_all("job " + std::to_string(plan_.job_id) + " tree " + std::to_string(t.plan.tree_id) +
-               ": the ring of group " + std::to_string(kv.first) + " got nothing from rank " +
-               std::to_string((plan_.rank + plan_.world_size - 1) % plan_.world_size) + " for " +
+               ": the ring of group " + std::to_string(kv.first) + " got nothing from ring position " +
+               std::to_string((ring_pos_ + plan_.world_size - 1) % plan_.world_size) + " for " +
                std::to_string((now_ns - g.ring->last_ns) / 1000000) +
                " ms (retry_budget x rto_max_us); the job cannot finish");
       return false;
@@ -677,14 +694,14 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
     }
     Tree& t = *trees_[static_cast<size_t>(ti)];
     const uint32_t n = plan_.world_size;
-    const uint32_t rank = wire::load_be32(frame + kRRank);
+    const uint32_t from = wire::load_be32(frame + kRRank);  // the sender's ring position
     const uint32_t group = wire::load_be32(frame + kRGroup);
     const uint16_t step = wire::load_be16(frame + kRStep);
     const uint16_t piece = wire::load_be16(frame + kRPiece);
     const uint32_t offset = wire::load_be32(frame + kROffset);
     const uint16_t count = wire::load_be16(frame + kRCount);
     if (frame[kRKind] == kRingAck) {
-      if (rank != (plan_.rank + 1) % n || count != 0) {
+      if (from != (ring_pos_ + 1) % n || count != 0) {
         ++t.st.pool.ring_malformed;
         return true;
       }
@@ -716,7 +733,7 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
     ++t.st.pool.ring_frames_received;
     auto g = t.groups.find(group);
     const bool type_ok = g == t.groups.end() || frame[kRElemType] == g->second.elem_type;
-    if (frame[kRKind] != kRingData || rank != (plan_.rank + n - 1) % n || len < kRPayload + 4u * count ||
+    if (frame[kRKind] != kRingData || from != (ring_pos_ + n - 1) % n || len < kRPayload + 4u * count ||
         !type_ok) {
       ++t.st.pool.ring_malformed;
       return true;

@@ -76,10 +76,12 @@ Plan parse_plan_json(const json& j, const JsonSource& src) {
                        "rto_max_us", "rto_backoff", "retry_budget", "failover_after"}));
   }
   if (top.has("pooled")) {
-    const JsonObject q = top.object(
-        "pooled", {"group_size", "next_mac", "next_ip", "prev_mac", "prev_ip", "ring_port", "ring_window"});
+    const JsonObject q = top.object("pooled", {"group_size", "ring_position", "next_mac", "next_ip",
+                                               "prev_mac", "prev_ip", "ring_port", "ring_window"});
     PooledPlan pp;
     pp.group_size = static_cast<uint32_t>(q.uint("group_size", 1, 512));
+    if (q.has("ring_position"))
+      pp.ring_position = static_cast<uint32_t>(q.uint("ring_position", 0, 0xFFFFFFFFu));
     pp.next_mac = q.mac("next_mac");
     pp.next_ip = q.ipv4("next_ip");
     pp.prev_mac = q.mac("prev_mac");
@@ -152,6 +154,7 @@ std::string plan_to_json(const Plan& p) {
                    {"prev_mac", config::format_mac(q.prev_mac)},
                    {"prev_ip", config::format_ipv4(q.prev_ip)},
                    {"ring_window", q.ring_window}};
+    if (q.ring_position) j["pooled"]["ring_position"] = *q.ring_position;
     if (q.ring_port != 0) j["pooled"]["ring_port"] = q.ring_port;
   }
   return j.dump(2) + "\n";

@@ -41,8 +41,8 @@
 //    each tree's sequences form groups of G; a worker claims each group
 //    before its chunks (claim frames, include/panama/claim.hpp), sends the
 //    chunks of granted groups to the engines and reduces denied groups with
-//    a ring over the job's ranks (ring frames to the next rank,
-//    acknowledgements to the previous one), and reports finished groups in
+//    a ring over the job's ranks (ring frames to the next worker on the
+//    ring, acknowledgements to the previous one), and reports finished groups in
 //    cumulative releases. The ring runs inside this class, so every harness
 //    gets it.
 //
@@ -445,6 +445,7 @@ class AllreduceCore {
   double ring_srtt_ns_ = 0, ring_rttvar_ns_ = 0;
   uint64_t ring_rto_ns_ = 0;
   uint16_t ring_port_ = 0;
+  uint32_t ring_pos_ = 0;           // this worker's place on the ring (ring_position(plan))
   uint64_t ring_unknown_tree_ = 0;  // ring frames of this job naming a tree it does not have
 };
 

@@ -64,14 +64,18 @@ struct TreePlan {
 // Pooled mode (docs/hybrid-allreduce.md; docs/runtime.md, "Pooled mode"):
 // the job's engines hold no fixed share for it but a pool of slots it
 // claims G sequences at a time. A group the root denies is reduced by a
-// host ring over the job's ranks instead, so the plan names this rank's
-// ring neighbours: ring frames are ordinary UDP traffic (to ring_port, never
-// the PANAMA port) that switches forward by MAC address.
+// host ring over the job's ranks instead, so the plan names this worker's
+// place on the ring and its ring neighbours: ring frames are ordinary UDP
+// traffic (to ring_port, never the PANAMA port) that switches forward by MAC
+// address.
 struct PooledPlan {
   uint32_t group_size = 0;  // G: sequences per group (1..512, the largest pool)
-  MacAddress next_mac{};    // rank + 1 (mod world_size): ring data goes there
-  uint32_t next_ip = 0;     // host byte order
-  MacAddress prev_mac{};    // rank - 1 (mod world_size): ring acknowledgements go there
+  // This worker's place on the ring, 0..world_size-1 (every place taken by
+  // one worker of the job); absent: its rank (the ring in rank order).
+  std::optional<uint32_t> ring_position;
+  MacAddress next_mac{};  // ring position + 1 (mod world_size): ring data goes there
+  uint32_t next_ip = 0;   // host byte order
+  MacAddress prev_mac{};  // ring position - 1 (mod world_size): ring acknowledgements go there
   uint32_t prev_ip = 0;
   uint16_t ring_port = 0;     // 0: the plan's udp_port + 1
   uint32_t ring_window = 64;  // ring data frames sent and not yet acknowledged, at most
@@ -103,6 +107,10 @@ struct Plan {
 // The UDP port of a pooled plan's ring frames (PooledPlan::ring_port, or
 // udp_port + 1 when that is 0).
 uint16_t ring_udp_port(const Plan& plan);
+
+// This worker's place on a pooled plan's ring (PooledPlan::ring_position,
+// or the rank when that is absent); the rank for a plan without `pooled`.
+uint32_t ring_position(const Plan& plan);
 
 // Validates a plan (built in code or parsed); throws PlanError naming the
 // key, e.g. "trees[1].child_id: ...".
