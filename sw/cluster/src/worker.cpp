@@ -151,6 +151,10 @@ nlohmann::json worker_loop(const WorkerOptions& opt, const runtime::Plan& plan,
       mismatches += bad;
       progress(it + 1, 0);
     }
+    // What the other workers still need from this one (pooled mode: the
+    // ring frames that finish their last groups, acknowledgements, the
+    // last release) goes out before the worker exits.
+    report["settled"] = comm->settle(std::chrono::seconds(5));
     const runtime::CommStats s = comm->stats();
     report["seconds"] = seconds;
     report["mismatches"] = mismatches;

@@ -499,6 +499,27 @@ bool AllreduceHandle::test() {
   return comm_->core.status(id_) != OpStatus::kPending;
 }
 
+bool Communicator::settle(std::chrono::milliseconds timeout) {
+  Shared& s = *state_->shared;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lk(s.mu);
+  auto settled = [&] { return state_->core.pending_ops() == 0 || state_->core.failed(); };
+  if (s.options.progress_thread) {
+    s.work_cv.notify_all();
+    if (!s.done_cv.wait_until(lk, until, settled)) return false;
+  } else {
+    while (!settled()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      if (!s.pass_locked() && s.options.idle.max_sleep_us > 0) {
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(s.options.idle.max_sleep_us));
+        lk.lock();
+      }
+    }
+  }
+  return !state_->core.failed();
+}
+
 bool AllreduceHandle::wait_for(std::chrono::milliseconds timeout) {
   if (!comm_) throw RuntimeError("wait() on an empty allreduce handle");
   Shared& s = *comm_->shared;

@@ -522,7 +522,8 @@ bool AllreduceCore::write_claim(Tree& t, uint32_t group, FrameOut& out) {
 
 namespace {
 
-// Groups claimed ahead of the chunks: as many as the window covers, and one more.
+// Groups claimed ahead of the chunks: as many as the window covers, and one
+// more, counting the groups claiming or in the network (not those on the ring).
 uint32_t claim_ahead(uint32_t window, uint32_t group_size) {
   return std::min<uint32_t>(64, std::max<uint32_t>(2, (window + group_size - 1) / group_size + 1));
 }
@@ -551,7 +552,10 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
       continue;
     }
     if (g.state == Group::State::kDone) continue;
-    ++open;
+    // Groups claiming or in the network count against the claim-ahead
+    // limit; a denied group on the ring does not hold the next claims back:
+    // it is paced by the ring window.
+    if (g.state != Group::State::kRing) ++open;
     // A ring group that hears nothing from the previous worker: as a chunk
     // whose tree answers nothing, it fails the job after the patience.
     if (g.state == Group::State::kRing && now_ns - g.ring->last_ns >= patience &&
@@ -637,7 +641,7 @@ bool AllreduceCore::pool_can_send() const {
         break;
       }
       if (g.state == Group::State::kDone) continue;
-      ++open;
+      if (g.state != Group::State::kRing) ++open;  // as in pool_poll
       if (g.claim_due && (g.state == Group::State::kClaiming || g.state == Group::State::kNetwork))
         return true;
     }

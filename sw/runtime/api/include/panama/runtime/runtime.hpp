@@ -157,6 +157,15 @@ class Communicator {
   // take to issue the same allreduce (AllreduceCore::set_skew_allowance_ns).
   // 0 (the default) turns it off.
   void set_skew_allowance(std::chrono::microseconds allowance);
+  // Blocks until this worker owes its peers nothing more (AllreduceCore::
+  // pending_ops() is 0): every allreduce finished, and in pooled mode every
+  // ring frame acknowledged and the acknowledgements and the last release
+  // sent. A worker about to exit after its last allreduce calls it: the
+  // frames that complete the other workers' last groups may still be queued
+  // when its own results are in. Returns false after `timeout` (a peer that
+  // already left never acknowledges a retransmission; its data had arrived)
+  // or once the communicator has failed.
+  bool settle(std::chrono::milliseconds timeout);
 
  private:
   friend class Runtime;
