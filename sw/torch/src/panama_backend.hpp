@@ -598,6 +598,7 @@ class PanamaGroup : public Base {
   // cannot). Idempotent; destroy_process_group calls it.
   void shutdown() {
     std::unique_ptr<runtime::Communicator> comm;
+    bool idle = false;
     {
       std::lock_guard<std::mutex> lk(mu_);
       if (shut_down_) return;
@@ -607,6 +608,7 @@ class PanamaGroup : public Base {
       // where the next group of this job continues.
       std::string resume = "failed";
       if (comm_ && pending_.empty() && stage_queue_.empty() && !stager_busy_) {
+        idle = true;
         try {
           std::ostringstream os;
           for (uint32_t s : comm_->next_sequences()) os << s << ' ';
@@ -624,6 +626,10 @@ class PanamaGroup : public Base {
     monitor_cv_.notify_all();
     if (cpu_stage_) cpu_stage_->pool.close();
     if (cuda_stage_) cuda_stage_->pool.close();
+    // Nothing in flight: what the other ranks still need from this one (a
+    // pooled job's last ring frames, acknowledgements, its last release)
+    // goes out first (Communicator::settle).
+    if (comm && idle) comm->settle(std::chrono::seconds(2));
     comm.reset();  // unfinished allreduces fail, so the completion thread gets through its queue
     if (stager_.joinable()) stager_.join();
     if (completion_.joinable()) completion_.join();
