@@ -144,6 +144,15 @@ def grid(name):
                                   "hybrid, 1/16, priorities": "--scheme panama --packet-memory 16 --pool 16 "
                                                               "--priorities 2",
                                   "ring-rack": SCHEMES["ring-rack"]}})
+        # The same at 1:1 (20 Gbit/s to each spine, load 0.3 on the host
+        # links): a ring's hops cross a fabric that is not oversubscribed.
+        one = short.replace("--fabric-gbps 5", "--fabric-gbps 20").replace("--load 0.075", "--load 0.3")
+        cells.append({"name": "64 hosts, load 0.3, ML 100%, 1:1, random placement, fp32, memory short",
+                      "args": shlex.split(one), "seeds": [1, 2, 3],
+                      "schemes": {"panama": SCHEMES["panama"],
+                                  "fixed shares, 1/16": "--scheme panama --packet-memory 16",
+                                  "hybrid, 1/16": "--scheme panama --packet-memory 16 --pool 16",
+                                  "ring-rack": SCHEMES["ring-rack"]}})
         chain = {"panama": SCHEMES["panama"], "chain": "--scheme panama --tree-shape chain"}
         for hosts, racks, per, spines, load in ((64, 8, 8, 4, 0.3), (256, 16, 16, 8, 0.0), (512, 32, 16, 8, 0.0)):
             args = (f"--racks {racks} --hosts-per-rack {per} --spines {spines} --host-gbps 100 --fabric-gbps 100 "

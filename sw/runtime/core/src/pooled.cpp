@@ -523,7 +523,8 @@ bool AllreduceCore::write_claim(Tree& t, uint32_t group, FrameOut& out) {
 namespace {
 
 // Groups claimed ahead of the chunks: as many as the window covers, and one
-// more, counting the groups claiming or in the network (not those on the ring).
+// more, counting the groups claiming or in the network; groups on the ring
+// count against a second limit as large.
 uint32_t claim_ahead(uint32_t window, uint32_t group_size) {
   return std::min<uint32_t>(64, std::max<uint32_t>(2, (window + group_size - 1) / group_size + 1));
 }
@@ -535,11 +536,11 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
   const CongestionParams& c = plan_.congestion;
   const uint64_t patience = uint64_t{c.retry_budget} * c.rto_max_us * 1000;
   const uint32_t limit = claim_ahead(t.cc.window(), plan_.pooled->group_size);
-  uint32_t open = 0;
+  uint32_t open = 0, ring = 0;
   for (auto& kv : t.groups) {
     Group& g = kv.second;
     if (g.state == Group::State::kIdle) {
-      if (open >= limit || budget == 0) break;
+      if (open >= limit || ring >= limit || budget == 0) break;
       if (!write_claim(t, kv.first, out)) return false;
       --budget;
       g.state = Group::State::kClaiming;
@@ -553,9 +554,11 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
     }
     if (g.state == Group::State::kDone) continue;
     // Groups claiming or in the network count against the claim-ahead
-    // limit; a denied group on the ring does not hold the next claims back:
-    // it is paced by the ring window.
-    if (g.state != Group::State::kRing) ++open;
+    // limit, groups on the ring against a limit of their own as large: a
+    // denied group does not hold back the next claims while fewer groups
+    // than that are on the ring, and the ring (without congestion control
+    // of its own) carries no more groups at once than the network would.
+    ++(g.state == Group::State::kRing ? ring : open);
     // A ring group that hears nothing from the previous worker: as a chunk
     // whose tree answers nothing, it fails the job after the patience.
     if (g.state == Group::State::kRing && now_ns - g.ring->last_ns >= patience &&
@@ -633,15 +636,15 @@ bool AllreduceCore::pool_can_send() const {
     if (t.state != Tree::State::kActive) continue;
     if (t.release_due) return true;
     const uint32_t limit = claim_ahead(t.cc.window(), g_size);
-    uint32_t open = 0;
+    uint32_t open = 0, ring = 0;
     for (const auto& kv : t.groups) {
       const Group& g = kv.second;
       if (g.state == Group::State::kIdle) {
-        if (open < limit) return true;
+        if (open < limit && ring < limit) return true;
         break;
       }
       if (g.state == Group::State::kDone) continue;
-      if (g.state != Group::State::kRing) ++open;  // as in pool_poll
+      ++(g.state == Group::State::kRing ? ring : open);  // as in pool_poll
       if (g.claim_due && (g.state == Group::State::kClaiming || g.state == Group::State::kNetwork))
         return true;
     }
