@@ -452,30 +452,38 @@ def plot(out, rows):
         import matplotlib.pyplot as plt
     except ImportError:
         return
+    import textwrap
+    # One panel per cell, a horizontal bar per variant the cell has: grids
+    # whose cells compare different variants stay readable.
     for metric, fname, title in (("p99_ratio", "fct_ratio.png", "short-flow p99 FCT, baseline / PANAMA"),
                                  ("iteration_ratio", "iteration_ratio.png", "iteration time, baseline / PANAMA")):
-        names = sorted({n for r in rows for n in r["schemes"] if n != "panama"})
-        if not rows or not names:
+        panels = [(r, [(n, e[metric]) for n, e in r["schemes"].items() if n != "panama" and e.get(metric)])
+                  for r in rows]
+        panels = [(r, bars) for r, bars in panels if bars]
+        if not panels:
             continue
-        fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) * len(names)), 4))
-        width = 0.8 / len(names)
-        for i, n in enumerate(names):
-            xs, ys, errs = [], [], [[], []]
-            for j, r in enumerate(rows):
-                e = r["schemes"].get(n, {}).get(metric)
-                if e:
-                    xs.append(j + i * width)
-                    ys.append(e[0])
-                    errs[0].append(e[0] - e[1])
-                    errs[1].append(e[2] - e[0])
-            ax.bar(xs, ys, width, yerr=errs, capsize=3, label=n)
-        ax.axhline(1.0, color="black", linewidth=0.8)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
-        ax.set_xticklabels([r["cell"] for r in rows], rotation=30, ha="right", fontsize=8)
-        ax.set_title(title + " (90% bootstrap intervals)")
-        ax.legend()
+        ncols = min(3, len(panels))
+        nrows = (len(panels) + ncols - 1) // ncols
+        tallest = max(len(bars) for _, bars in panels)
+        fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, (1.0 + 0.32 * tallest) * nrows + 0.6),
+                                 squeeze=False)
+        for k, (r, bars) in enumerate(panels):
+            ax = axes[k // ncols][k % ncols]
+            ys = list(range(len(bars)))[::-1]
+            vals = [v[0] for _, v in bars]
+            errs = [[v[0] - v[1] for _, v in bars], [v[2] - v[0] for _, v in bars]]
+            ax.barh(ys, vals, xerr=errs, capsize=3, color=["tab:red" if v > 1 else "tab:green" for v in vals])
+            ax.axvline(1.0, color="black", linewidth=0.8)
+            ax.set_ylim(-0.7, max(len(bars), 3) - 0.3)  # a lone bar as thick as one among three
+            ax.set_yticks(ys)
+            ax.set_yticklabels([n for n, _ in bars], fontsize=8)
+            ax.set_title("\n".join(textwrap.wrap(r["cell"], 48)), fontsize=8)
+            ax.tick_params(axis="x", labelsize=8)
+        for k in range(len(panels), nrows * ncols):
+            axes[k // ncols][k % ncols].axis("off")
+        fig.suptitle(title + " (90% bootstrap intervals; above 1: PANAMA better)", fontsize=10)
         fig.tight_layout()
-        fig.savefig(os.path.join(out, fname), dpi=120)
+        fig.savefig(os.path.join(out, fname), dpi=110)
         plt.close(fig)
     plot_maps(plt, out, rows)
 
@@ -534,22 +542,37 @@ def plot_maps(plt, out, rows):
         fig.tight_layout()
         fig.savefig(os.path.join(out, "model_ratio.png"), dpi=120)
         plt.close(fig)
-    schemes = ["panama"] + names
-    fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows) * len(schemes)), 4))
-    width = 0.8 / len(schemes)
-    for i, n in enumerate(schemes):
-        xs_ = [j + i * width for j, r in enumerate(rows) if n in r["schemes"]]
-        host = [r["schemes"][n]["tiers"]["host_gb"] for r in rows if n in r["schemes"]]
-        fab = [r["schemes"][n]["tiers"]["fabric_gb"] for r in rows if n in r["schemes"]]
-        ax.bar(xs_, host, width, label=f"{n}: host links", color=f"C{i}", alpha=0.45)
-        ax.bar(xs_, fab, width, bottom=host, label=f"{n}: leaf-spine", color=f"C{i}")
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rows))])
-    ax.set_xticklabels([r["cell"] for r in rows], rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("GB per run")
-    ax.set_title("bytes per tier")
-    ax.legend(fontsize=7, ncol=len(schemes))
+    # Bytes per tier: a panel per cell, a stacked bar per variant (host
+    # links, then leaf-spine links), its GPU utilisation written beside it.
+    import textwrap
+    ncols = min(3, len(rows))
+    nrows = (len(rows) + ncols - 1) // ncols
+    tallest = max(len(r["schemes"]) for r in rows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, (1.0 + 0.32 * tallest) * nrows + 0.8),
+                             squeeze=False)
+    for k, r in enumerate(rows):
+        ax = axes[k // ncols][k % ncols]
+        names_k = list(r["schemes"])
+        ys = list(range(len(names_k)))[::-1]
+        host = [r["schemes"][n]["tiers"]["host_gb"] for n in names_k]
+        fab = [r["schemes"][n]["tiers"]["fabric_gb"] for n in names_k]
+        ax.barh(ys, host, color="tab:blue", alpha=0.5, label="host links" if k == 0 else None)
+        ax.barh(ys, fab, left=host, color="tab:blue", label="leaf-spine links" if k == 0 else None)
+        for y, h, f, n in zip(ys, host, fab, names_k):
+            ax.text(h + f, y, f" GPU {r['schemes'][n]['tiers']['gpu_util']:.1%}", va="center", fontsize=7)
+        ax.set_ylim(-0.7, max(len(names_k), 3) - 0.3)
+        ax.set_yticks(ys)
+        ax.set_yticklabels(names_k, fontsize=8)
+        ax.set_xlim(0, 1.3 * max(h + f for h, f in zip(host, fab)))
+        ax.set_xlabel("GB per run", fontsize=8)
+        ax.set_title("\n".join(textwrap.wrap(r["cell"], 48)), fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+    for k in range(len(rows), nrows * ncols):
+        axes[k // ncols][k % ncols].axis("off")
+    fig.suptitle("bytes per tier (mean over seeds) and GPU utilisation", fontsize=10)
+    fig.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "tiers.png"), dpi=120)
+    fig.savefig(os.path.join(out, "tiers.png"), dpi=110)
     plt.close(fig)
 
 
