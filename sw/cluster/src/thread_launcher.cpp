@@ -53,9 +53,9 @@ enum SwitchState : int { kRunning, kFrozen, kEnded };
 struct SwitchSlot {
   std::unique_ptr<pswitch::SoftwarePswitch> sw;
   std::atomic<int> state{kRunning};
-  std::atomic<bool> failed{false};  // its loop threw (not failed on purpose)
+  std::atomic<bool> failed{false};        // its loop threw (not failed on purpose)
   std::atomic<uint64_t> last_work_ns{0};  // when a poll last handled a frame
-  std::string error;                // what it threw, once `failed`
+  std::string error;                      // what it threw, once `failed`
   std::thread thread;
 };
 
