@@ -14,15 +14,15 @@
 #   --fat-tree K: a k-ary fat-tree (K^3/4 hosts, all links 10 Gb/s) instead of
 #                 the leaf-spine fabric; --lossless: PFC instead of tail drop.
 #
-#        scripts/reproduce.sh --study regime|confirm|quick [--seeds "1 2"] [--parallel N] [--out DIR]
+#        scripts/reproduce.sh --study regime|confirm|contention|quick [--seeds "1 2"] [--parallel N] [--out DIR]
 #   --study: the paired, pooled study of docs/reproduction.md (the regime
-#            map and its confirmations) through scripts/netsim_study.py;
+#            map and its confirmations; docs/contention.md) through scripts/netsim_study.py;
 #            every run cached under DIR/runs, so a stopped study resumes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [[ ${1:-} == --study ]]; then
-  GRID=${2:?--study needs a grid: regime, confirm or quick}
+  GRID=${2:?--study needs a grid: regime, confirm, contention or quick}
   shift 2
   SEEDS=(1)
   ARGS=()
