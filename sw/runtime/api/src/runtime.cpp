@@ -227,6 +227,23 @@ struct Shared {
     return did;
   }
 
+  // Until `done()` holds or `until` passes (returns false then): woken by
+  // the progress thread, or driving the passes itself without one. `lk`
+  // holds `mu`.
+  template <typename Pred>
+  bool wait_until(std::unique_lock<std::mutex>& lk, std::chrono::steady_clock::time_point until, Pred done) {
+    if (options.progress_thread) return done_cv.wait_until(lk, until, done);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      if (!pass_locked() && options.idle.max_sleep_us > 0) {
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::microseconds(options.idle.max_sleep_us));
+        lk.lock();
+      }
+    }
+    return true;
+  }
+
   void run() {
     IdleBackoff backoff(options.idle.backoff());
     std::unique_lock<std::mutex> lk(mu);
@@ -501,43 +518,20 @@ bool AllreduceHandle::test() {
 
 bool Communicator::settle(std::chrono::milliseconds timeout) {
   Shared& s = *state_->shared;
-  const auto until = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lk(s.mu);
-  auto settled = [&] { return state_->core.pending_ops() == 0 || state_->core.failed(); };
-  if (s.options.progress_thread) {
-    s.work_cv.notify_all();
-    if (!s.done_cv.wait_until(lk, until, settled)) return false;
-  } else {
-    while (!settled()) {
-      if (std::chrono::steady_clock::now() >= until) return false;
-      if (!s.pass_locked() && s.options.idle.max_sleep_us > 0) {
-        lk.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(s.options.idle.max_sleep_us));
-        lk.lock();
-      }
-    }
-  }
-  return !state_->core.failed();
+  if (s.options.progress_thread) s.work_cv.notify_all();
+  s.wait_until(lk, std::chrono::steady_clock::now() + timeout,
+               [&] { return state_->core.pending_ops() == 0 || state_->core.failed(); });
+  return state_->core.pending_ops() == 0 && !state_->core.failed();
 }
 
 bool AllreduceHandle::wait_for(std::chrono::milliseconds timeout) {
   if (!comm_) throw RuntimeError("wait() on an empty allreduce handle");
   Shared& s = *comm_->shared;
-  const auto until = std::chrono::steady_clock::now() + timeout;
   std::unique_lock<std::mutex> lk(s.mu);
-  auto done = [&] { return comm_->core.status(id_) != OpStatus::kPending; };
-  if (s.options.progress_thread) {
-    if (!s.done_cv.wait_until(lk, until, done)) return false;
-  } else {
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= until) return false;
-      if (!s.pass_locked() && s.options.idle.max_sleep_us > 0) {
-        lk.unlock();
-        std::this_thread::sleep_for(std::chrono::microseconds(s.options.idle.max_sleep_us));
-        lk.lock();
-      }
-    }
-  }
+  if (!s.wait_until(lk, std::chrono::steady_clock::now() + timeout,
+                    [&] { return comm_->core.status(id_) != OpStatus::kPending; }))
+    return false;
   if (comm_->core.status(id_) == OpStatus::kFailed) {
     throw RuntimeError("allreduce failed: " + comm_->core.op_error(id_));
   }
