@@ -28,12 +28,13 @@ import torch
 import torch.distributed as dist
 
 import panama_torch
-from torch_test_util import Checks
+from torch_test_util import Checks, Reinit
 
 LATE = 6.0
 LATE_RANK = 3
 
 c = Checks("test_late")
+reinit = Reinit("late")  # every init after a destroy
 
 # -- 1. a late rank within the timeout: waited for
 dist.init_process_group("panama", timeout=timedelta(seconds=2 * LATE))
@@ -56,7 +57,7 @@ dist.destroy_process_group()
 
 # -- 2. the same with a timeout shorter than the delay: a clear failure on every rank
 short = LATE / 3
-dist.init_process_group("panama", timeout=timedelta(seconds=short))
+reinit(timeout=timedelta(seconds=short))
 gloo = dist.new_group(backend="gloo", timeout=timedelta(seconds=60))  # to line the ranks up at the end
 dist.all_reduce(torch.ones(10))
 if rank == LATE_RANK:
@@ -89,7 +90,7 @@ dist.barrier(group=gloo)  # the store (rank 0) stays up until every rank has its
 del gloo
 dist.destroy_process_group()
 try:
-    dist.init_process_group("panama", timeout=timedelta(seconds=30))
+    reinit(timeout=timedelta(seconds=30))
     c.check(False, "a PANAMA group was created again after the job failed")
 except RuntimeError as e:
     c.check("cannot create a PANAMA process group" in str(e) and "did not end cleanly" in str(e),

@@ -25,30 +25,14 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import panama_torch
-from torch_test_util import Checks, exact_summing, test_seed
+from torch_test_util import Checks, Reinit, exact_summing, test_seed
 
 seed = test_seed()
 c = Checks("test_lifecycle")
 g = torch.Generator().manual_seed(seed)
 rank = int(os.environ["RANK"])
 
-# Under env:// rank 0 hosts the rendezvous store, on the same port every time.
-# After a destroy, a rank that reconnected while rank 0 was still closing its
-# old store would get "Connection reset by peer" (or read stale keys): the
-# other ranks wait, on a store of their own in the run's folder, until rank 0's
-# destroy_process_group() has returned.
-side = dist.FileStore(os.path.join(os.environ["PANAMA_RUN_DIR"], "lifecycle.store"), int(os.environ["WORLD_SIZE"]))
-reinits = 0
-
-
-def reinit(backend: str = "panama", **kwargs) -> None:
-    global reinits
-    reinits += 1
-    if rank == 0:
-        side.set(f"destroyed/{reinits}", "1")
-    else:
-        side.wait([f"destroyed/{reinits}"], timedelta(seconds=120))
-    dist.init_process_group(backend, **kwargs)
+reinit = Reinit("lifecycle")
 
 
 def exact_check(what: str, size: int = 3000) -> None:

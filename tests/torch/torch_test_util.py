@@ -2,6 +2,7 @@
 
 import os
 import sys
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -102,3 +103,27 @@ def matches_some_order(result: torch.Tensor, candidates: torch.Tensor) -> bool:
     r = result.contiguous().view(bits_dtype)
     c = candidates.contiguous().view(bits_dtype)
     return bool((c == r.unsqueeze(0)).any(dim=0).all())
+
+
+class Reinit:
+    """init_process_group again after a destroy, safely under env://.
+
+    Rank 0 hosts the rendezvous store on the same port every time. A rank that
+    reconnected while rank 0 was still closing its old store would get
+    "Connection reset by peer" (or read stale keys), so the other ranks wait,
+    on a store of their own in the run's folder, until rank 0's
+    destroy_process_group() has returned."""
+
+    def __init__(self, name: str):
+        self.rank = int(os.environ["RANK"])
+        self.side = dist.FileStore(os.path.join(os.environ["PANAMA_RUN_DIR"], f"{name}.store"),
+                                   int(os.environ["WORLD_SIZE"]))
+        self.count = 0
+
+    def __call__(self, backend: str = "panama", **kwargs) -> None:
+        self.count += 1
+        if self.rank == 0:
+            self.side.set(f"destroyed/{self.count}", "1")
+        else:
+            self.side.wait([f"destroyed/{self.count}"], timedelta(seconds=120))
+        dist.init_process_group(backend, **kwargs)
