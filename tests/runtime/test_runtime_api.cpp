@@ -403,6 +403,13 @@ TEST_CASE("api: the C API runs allreduces (float and typed) and reports errors w
   REQUIRE(panama_comm_stats_get(c0, &after, nullptr, 0) == PANAMA_OK);
   CHECK(after.packets_sent == st.packets_sent);
   CHECK(after.ops_started == st.ops_started);
+  // Nothing owed to the peer; a job with fixed shares has no pool statistics.
+  CHECK(panama_comm_settle(c0, 10000) == PANAMA_OK);
+  panama_pool_stats ps;
+  ps.groups = 99;
+  REQUIRE(panama_comm_pool_stats_get(c0, &ps) == PANAMA_OK);
+  CHECK(ps.groups == 0);
+  CHECK(ps.claims_sent == 0);
   panama_comm_destroy(c0);
   panama_comm_destroy(c1);
   panama_runtime_destroy(rt);

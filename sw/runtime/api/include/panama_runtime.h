@@ -107,6 +107,33 @@ typedef struct panama_comm_stats {
 panama_status panama_comm_stats_get(panama_comm* comm, panama_comm_stats* stats, panama_tree_stats* trees,
                                     size_t max_trees);
 
+/* Pooled mode (docs/hybrid-allreduce.md): how this worker's groups went,
+ * summed over the job's trees. All zero for a job with fixed shares. */
+typedef struct panama_pool_stats {
+  uint64_t groups;             /* groups issued */
+  uint64_t claims_sent;        /* claim frames, repeats after an RTO included */
+  uint64_t claim_timeouts;     /* claims sent again for want of an answer */
+  uint64_t granted, denied;    /* the first answer heard per group */
+  uint64_t expired;            /* granted groups a later "denied (expired)" moved to the ring */
+  uint64_t in_network, on_ring; /* groups finished each way */
+  uint64_t releases_sent;
+  uint64_t released;           /* finished groups reported to the engines (cumulative counts, summed) */
+  uint64_t ring_frames_sent, ring_retransmissions, ring_bytes_sent;
+  uint64_t ring_frames_received, ring_duplicates, ring_malformed;
+} panama_pool_stats;
+
+panama_status panama_comm_pool_stats_get(panama_comm* comm, panama_pool_stats* stats);
+
+/* Blocks until this worker owes its peers nothing more: every allreduce
+ * finished and, in pooled mode, every ring frame acknowledged and the last
+ * release sent. Call it before destroying the communicator after the last
+ * allreduce: the frames that complete the other workers' last groups may
+ * still be queued when this worker's own results are in. PANAMA_OK when
+ * settled; PANAMA_ERR_NOT_DONE after timeout_ms (a peer that already left
+ * never acknowledges a retransmission); PANAMA_ERR_JOB_FAILED when the
+ * communicator has failed. */
+panama_status panama_comm_settle(panama_comm* comm, uint32_t timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

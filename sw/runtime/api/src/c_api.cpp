@@ -295,4 +295,41 @@ panama_status panama_comm_stats_get(panama_comm* comm, panama_comm_stats* stats,
   });
 }
 
+panama_status panama_comm_pool_stats_get(panama_comm* comm, panama_pool_stats* stats) {
+  if (!comm || !stats) return fail(PANAMA_ERR_INVALID_ARGUMENT, "panama_comm_pool_stats_get: null argument");
+  return guarded([&] {
+    const PoolStats p = comm->comm->stats().pool;
+    *stats = panama_pool_stats{};
+    stats->groups = p.groups;
+    stats->claims_sent = p.claims_sent;
+    stats->claim_timeouts = p.claim_timeouts;
+    stats->granted = p.granted;
+    stats->denied = p.denied;
+    stats->expired = p.expired;
+    stats->in_network = p.in_network;
+    stats->on_ring = p.on_ring;
+    stats->releases_sent = p.releases_sent;
+    stats->released = p.released;
+    stats->ring_frames_sent = p.ring_frames_sent;
+    stats->ring_retransmissions = p.ring_retransmissions;
+    stats->ring_bytes_sent = p.ring_bytes_sent;
+    stats->ring_frames_received = p.ring_frames_received;
+    stats->ring_duplicates = p.ring_duplicates;
+    stats->ring_malformed = p.ring_malformed;
+    return PANAMA_OK;
+  });
+}
+
+panama_status panama_comm_settle(panama_comm* comm, uint32_t timeout_ms) {
+  if (!comm) return fail(PANAMA_ERR_INVALID_ARGUMENT, "panama_comm_settle: null communicator");
+  return guarded([&] {
+    if (comm->comm->settle(std::chrono::milliseconds(timeout_ms))) return PANAMA_OK;
+    if (comm->comm->stats().ops_failed > 0) {
+      return fail(PANAMA_ERR_JOB_FAILED, "panama_comm_settle: the communicator has failed");
+    }
+    return fail(PANAMA_ERR_NOT_DONE, "panama_comm_settle: the peers still miss frames of this worker after " +
+                                         std::to_string(timeout_ms) + " ms");
+  });
+}
+
 }  // extern "C"
