@@ -15,7 +15,8 @@
 //                        claim:        u8 flags (bit 0: denied below), 7 zero bytes
 //                        claim-result: u8 answer (1 granted, 0 denied),
 //                                      u8 reason (Reason), 6 zero bytes
-//                        release:      8 zero bytes
+//                        release:      u8 flags (bit 0: confirmation, going down;
+//                                      bit 1: ask for one, going up), 7 zero bytes
 //
 // A claim frame is 72 bytes: IPv4 total length 58, UDP length 38.
 //
@@ -40,7 +41,9 @@ namespace claim {
 enum class Type : uint8_t {
   kClaim = 4,        // worker or engine -> parent: claim G pool slots for a group
   kClaimResult = 5,  // root engine -> workers: the root's answer for a group
-  kRelease = 6,      // worker or engine -> parent: cumulative count of finished groups
+  kRelease = 6,      // worker or engine -> parent: cumulative count of finished groups;
+                     // with the confirmation flag, root engine -> workers: the count the
+                     // root has freed (every child released it)
 };
 
 enum class Answer : uint8_t {
@@ -59,11 +62,14 @@ enum class Reason : uint8_t {
 };
 constexpr uint8_t kReasonCount = 6;
 
-constexpr uint8_t kFlagDeniedBelow = 0x01;  // claim flags, bit 0
+constexpr uint8_t kFlagDeniedBelow = 0x01;   // claim flags, bit 0
+constexpr uint8_t kFlagConfirmation = 0x01;  // release flags, bit 0: the root's confirmation
+constexpr uint8_t kFlagAsk = 0x02;           // release flags, bit 1: a repeated release asking for one
 
 constexpr uint32_t kBodyOffset = wire::kPayloadOffset;  // 64
 constexpr uint32_t kBodyBytes = 8;
 constexpr uint32_t kClaimFlags = kBodyOffset + 0;           // u8 (claim)
+constexpr uint32_t kReleaseFlags = kBodyOffset + 0;         // u8 (release)
 constexpr uint32_t kResultAnswer = kBodyOffset + 0;         // u8 (claim-result)
 constexpr uint32_t kResultReason = kBodyOffset + 1;         // u8 (claim-result)
 constexpr uint32_t kFrameBytes = kBodyOffset + kBodyBytes;  // 72
@@ -92,7 +98,9 @@ constexpr const char* reason_name(Reason r) {
 // The PANAMA fields of a claim frame, in host order. `seq` is the group
 // index (claim, claim-result) or the cumulative released-group count
 // (release). `denied_below` belongs to a claim, `answer` and `reason` to a
-// claim-result; the other types leave them false / kDenied / kNone.
+// claim-result, `confirmation` and `ask` to a release (`confirmation`: the
+// root's count, going down; `ask`: a repeated release that wants one back);
+// the other types leave them false / kDenied / kNone.
 struct Frame {
   Type type = Type::kClaim;
   uint16_t job_id = 0;
@@ -102,6 +110,8 @@ struct Frame {
   bool denied_below = false;
   Answer answer = Answer::kDenied;
   Reason reason = Reason::kNone;
+  bool confirmation = false;
+  bool ask = false;
 };
 
 // Outcome of parsing one frame. kNotClaim: not a PANAMA frame, or a PANAMA
@@ -155,6 +165,7 @@ inline uint32_t build_frame(uint8_t* out, uint32_t cap, const wire::Header& addr
     return 0;
   if (f.type == Type::kClaimResult && static_cast<uint8_t>(f.reason) >= kReasonCount) return 0;
   if (!is_claim_type(static_cast<uint8_t>(f.type))) return 0;
+  if (f.confirmation && f.ask) return 0;  // a confirmation goes down, an ask up
   wire::Header h = addr;
   h.version = wire::kVersion;
   h.type = static_cast<uint8_t>(f.type);
@@ -177,6 +188,9 @@ inline uint32_t build_frame(uint8_t* out, uint32_t cap, const wire::Header& addr
   } else if (f.type == Type::kClaimResult) {
     out[kResultAnswer] = static_cast<uint8_t>(f.answer);
     out[kResultReason] = static_cast<uint8_t>(f.reason);
+  } else {
+    out[kReleaseFlags] =
+        static_cast<uint8_t>((f.confirmation ? kFlagConfirmation : 0) | (f.ask ? kFlagAsk : 0));
   }
   return kFrameBytes;
 }
@@ -208,13 +222,16 @@ inline uint32_t build_claim_result(uint8_t* out, uint32_t cap, const wire::Heade
 }
 
 inline uint32_t build_release(uint8_t* out, uint32_t cap, const wire::Header& addr, uint16_t job_id,
-                              uint8_t tree_id, uint16_t child_id, uint32_t released) {
+                              uint8_t tree_id, uint16_t child_id, uint32_t released,
+                              bool confirmation = false, bool ask = false) {
   Frame f;
   f.type = Type::kRelease;
   f.job_id = job_id;
   f.tree_id = tree_id;
   f.child_id = child_id;
   f.seq = released;
+  f.confirmation = confirmation;
+  f.ask = ask;
   return build_frame(out, cap, addr, f);
 }
 
@@ -261,6 +278,12 @@ inline Class parse_frame(const uint8_t* frame, uint32_t len, uint16_t udp_port, 
     f.reason = static_cast<Reason>(body[1]);
     if ((f.answer == Answer::kGranted) != (f.reason == Reason::kNone)) return Class::kBadBody;
     first_reserved = 2;
+  } else {
+    if ((body[0] & ~(kFlagConfirmation | kFlagAsk)) != 0 || body[0] == (kFlagConfirmation | kFlagAsk))
+      return Class::kBadBody;
+    f.confirmation = (body[0] & kFlagConfirmation) != 0;
+    f.ask = (body[0] & kFlagAsk) != 0;
+    first_reserved = 1;
   }
   for (uint32_t i = first_reserved; i < kBodyBytes; ++i) {
     if (body[i] != 0) return Class::kBadBody;

@@ -192,6 +192,32 @@ TEST_CASE("the convenience builders equal build_frame", "[claim]") {
   CHECK(out == built(release_of(12)));
 }
 
+TEST_CASE("a release confirmation (flag bit 0) and an ask (bit 1) round-trip; both at once do not",
+          "[claim]") {
+  const wire::Header a = addresses();
+  std::vector<uint8_t> out(72);
+  REQUIRE(claim::build_release(out.data(), 72, a, 0x0102, 7, 3, 12, true) == 72);
+  std::vector<uint8_t> expect = built(release_of(12));
+  expect[64] = 0x01;  // the body's first byte: flags, bit 0
+  CHECK(out == expect);
+  wire::Header h;
+  claim::Frame f;
+  REQUIRE(claim::parse_frame(out.data(), 72, wire::kDefaultUdpPort, h, f) == claim::Class::kRelease);
+  CHECK(f.confirmation);
+  CHECK(f.seq == 12);
+  CHECK_FALSE(f.ask);
+  REQUIRE(claim::build_release(out.data(), 72, a, 0x0102, 7, 3, 12, false, true) == 72);
+  CHECK(out[64] == 0x02);
+  REQUIRE(claim::parse_frame(out.data(), 72, wire::kDefaultUdpPort, h, f) == claim::Class::kRelease);
+  CHECK_FALSE(f.confirmation);
+  CHECK(f.ask);
+  REQUIRE(claim::build_release(out.data(), 72, a, 0x0102, 7, 3, 12) == 72);
+  REQUIRE(claim::parse_frame(out.data(), 72, wire::kDefaultUdpPort, h, f) == claim::Class::kRelease);
+  CHECK_FALSE(f.confirmation);
+  CHECK_FALSE(f.ask);
+  CHECK(claim::build_release(out.data(), 72, a, 0x0102, 7, 3, 12, true, true) == 0);  // both: not encodable
+}
+
 TEST_CASE("build_frame refuses short buffers and answers it cannot encode", "[claim]") {
   const wire::Header a = addresses();
   std::vector<uint8_t> out(72, 0xA5);
@@ -367,8 +393,19 @@ TEST_CASE("each malformed claim frame gets its class", "[claim]") {
       CHECK(parse(v) == CC::kBadBody);
     }
     auto rel = built(release_of(3));
-    rel[64] = 1;
-    CHECK(parse(rel) == CC::kBadBody);
+    for (uint8_t flags : {0x04, 0x80, 0x03}) {  // unknown bits; a confirmation that asks
+      rel[64] = flags;
+      CHECK(parse(rel) == CC::kBadBody);
+    }
+    for (uint8_t flags : {0x01, 0x02}) {  // a confirmation, an ask
+      rel[64] = flags;
+      CHECK(parse(rel) == CC::kRelease);
+    }
+    for (size_t i = 65; i < 72; ++i) {
+      auto v = built(release_of(3));
+      v[i] = 1;
+      CHECK(parse(v) == CC::kBadBody);
+    }
   }
   SECTION("answers and reasons that do not fit") {
     auto v = good_result;

@@ -244,10 +244,10 @@ Bytes claim_frame(const Worker& w, uint32_t group, bool denied_below = false) {
                              denied_below) == claim::kFrameBytes);
   return b;
 }
-Bytes release_frame(const Worker& w, uint32_t released) {
+Bytes release_frame(const Worker& w, uint32_t released, bool ask = false) {
   Bytes b(claim::kFrameBytes);
-  REQUIRE(claim::build_release(b.data(), claim::kFrameBytes, addr_of(w), w.job, 0, w.child, released) ==
-          claim::kFrameBytes);
+  REQUIRE(claim::build_release(b.data(), claim::kFrameBytes, addr_of(w), w.job, 0, w.child, released, false,
+                               ask) == claim::kFrameBytes);
   return b;
 }
 
@@ -338,8 +338,37 @@ void claim_all(Fabric& f, uint16_t job, uint32_t group, claim::Answer want,
   }
 }
 
-void release_all(Fabric& f, uint16_t job, uint32_t released) {
-  for (const Worker& w : workers_of(job)) f.send(w.leaf, w.port, release_frame(w, released));
+// The release confirmations in what reached a worker (nothing else may be there).
+std::vector<uint32_t> confirmations(const std::vector<Bytes>& got, uint16_t job) {
+  std::vector<uint32_t> counts;
+  for (const Bytes& b : got) {
+    wire::Header h;
+    claim::Frame cf;
+    REQUIRE(claim::parse_frame(b.data(), static_cast<uint32_t>(b.size()), wire::kDefaultUdpPort, h, cf) ==
+            claim::Class::kRelease);
+    CHECK(cf.confirmation);
+    CHECK_FALSE(cf.ask);
+    CHECK(cf.job_id == job);
+    counts.push_back(cf.seq);
+  }
+  return counts;
+}
+
+// Every worker of `job` releases `released` groups (asking for a
+// confirmation when `ask`). The last release at the root frees them there,
+// and the root's confirmation of the new count reaches every worker, once.
+// A count the root had already (repeated releases) is confirmed only to the
+// workers that ask.
+void release_all(Fabric& f, uint16_t job, uint32_t released, bool ask = false) {
+  const std::vector<Worker> ws = workers_of(job);
+  for (const Worker& w : ws) f.send(w.leaf, w.port, release_frame(w, released, ask));
+  for (const Worker& w : ws) {
+    INFO("job " << job << " worker at leaf " << w.leaf << " port " << w.port << (ask ? ", asking" : ""));
+    const std::vector<uint32_t> c = confirmations(f.take(w.leaf, w.port), job);
+    REQUIRE_FALSE(c.empty());
+    CHECK(c.back() == released);
+    if (!ask) CHECK(c.size() == 1);
+  }
 }
 
 // One fp32 sequence of `job`: random values and caps from every worker; each
@@ -662,6 +691,40 @@ TEST_CASE("pool: contributions and claims of released groups are stale", "[pool]
   CHECK(f.leaf(0).core->live_claim_entries() == 0);
 }
 
+TEST_CASE("pool: a new released count is confirmed to every worker, a repeated one to the one that asks",
+          "[pool]") {
+  Fabric f;
+  const std::vector<Worker> ws = workers_of(2);
+  // Three of four release 1: the root's count stays 0, nobody hears anything.
+  for (int k = 0; k < 3; ++k) f.send(ws[k].leaf, ws[k].port, release_frame(ws[k], 1));
+  for (const Worker& w : ws) CHECK(f.take(w.leaf, w.port).empty());
+  // The fourth: the root's count grows to 1, every worker hears it once.
+  f.send(ws[3].leaf, ws[3].port, release_frame(ws[3], 1));
+  for (const Worker& w : ws) CHECK(confirmations(f.take(w.leaf, w.port), 2) == std::vector<uint32_t>{1});
+  // A repeated release that does not ask: nothing.
+  f.send(ws[0].leaf, ws[0].port, release_frame(ws[0], 1));
+  for (const Worker& w : ws) CHECK(f.take(w.leaf, w.port).empty());
+  // One that asks (its confirmation was lost): the root answers its leaf,
+  // the leaf passes it to that worker only.
+  f.send(ws[1].leaf, ws[1].port, release_frame(ws[1], 1, true));
+  for (const Worker& w : ws)
+    CHECK(confirmations(f.take(w.leaf, w.port), 2) ==
+          (&w == &ws[1] ? std::vector<uint32_t>{1} : std::vector<uint32_t>{}));
+  // The root and the leaves counted what they sent down: 4 + 1 at the leaves, 2 + 1 at the root.
+  CHECK(f.root().core->pool_tree_counters(1).confirmations_down == 3);
+  CHECK(f.leaf(0).core->pool_tree_counters(1).confirmations_down +
+            f.leaf(1).core->pool_tree_counters(1).confirmations_down ==
+        5);
+  // A confirmation from a child port is not the parent's: dropped, counted.
+  Bytes forged(claim::kFrameBytes);
+  REQUIRE(claim::build_release(forged.data(), claim::kFrameBytes, addr_of(ws[0]), 2, 0, ws[0].child, 9,
+                               true) == claim::kFrameBytes);
+  const uint64_t wrong = f.leaf(ws[0].leaf).core->counters().result_wrong_port;
+  f.send(ws[0].leaf, ws[0].port, forged);
+  CHECK(f.leaf(ws[0].leaf).core->counters().result_wrong_port == wrong + 1);
+  for (const Worker& w : ws) CHECK(f.take(w.leaf, w.port).empty());
+}
+
 TEST_CASE("pool: jobs are isolated, and a fixed share beside the pool is unaffected", "[pool][isolation]") {
   std::mt19937_64 rng(test_seed("pool: isolation"));
   Fabric f;
@@ -957,7 +1020,10 @@ TEST_CASE("pool: random loss, duplication and reordering", "[pool]") {
     // A clean last release from everyone frees everything.
     f.lose = nullptr;
     f.dup = 0;
-    for (uint16_t job : {uint16_t{1}, uint16_t{2}}) release_all(f, job, kGroups);
+    for (uint16_t job : {uint16_t{1}, uint16_t{2}}) {
+      for (const Worker& w : workers_of(job)) f.take(w.leaf, w.port);  // the loop's last frames
+      release_all(f, job, kGroups, true);  // the count may be the root's already: ask
+    }
     for (int n = 0; n < 3; ++n) {
       const Node& node = *f.nodes[n];
       CHECK(node.pool().free_slots() == 32);

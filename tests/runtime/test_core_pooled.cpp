@@ -420,6 +420,26 @@ class PoolRig {
   }
 
   std::vector<Worker>& workers() { return workers_; }
+  // Rule 5 with its confirmations: once every worker is done (none gave
+  // up asking: the rig's retry budget is unlimited), every engine has heard
+  // every release, whatever was lost, so every group is freed everywhere.
+  void check_pools() {
+    for (size_t si = 0; si < switches_.size(); ++si) {
+      INFO("switch " << si);
+      const ClaimPool& p = *switches_[si].pool;
+      CHECK(p.counters().slots_held == 0);
+      for (const JobSpec& j : jobs_) {
+        INFO("job " << j.job);
+        size_t released = 0;
+        for (uint32_t t = 0; t < j.trees; ++t) {
+          const int e = p.find_entry(j.job, static_cast<uint8_t>(10 + t));
+          if (e >= 0) released += p.released(static_cast<uint32_t>(e));
+        }
+        CHECK(released == groups_of(j));
+      }
+    }
+  }
+
   ClaimPool& pool() { return *switches_[0].pool; }  // the root's
   uint64_t now() const { return now_; }
   uint64_t ring_frames = 0, contributions = 0, claims = 0, expiries_ = 0;
@@ -503,6 +523,9 @@ class PoolRig {
     std::vector<uint32_t> next_base;
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> base;
     std::vector<std::map<uint32_t, uint32_t>> back;
+    // Release confirmations (a leaf): children that asked, the highest count passed down.
+    std::map<uint32_t, std::vector<bool>> asked;
+    std::map<uint32_t, uint32_t> confirmed_down;
   };
 
   uint32_t entry_of(const Switch& sw, uint16_t job, uint8_t tree) {
@@ -524,17 +547,28 @@ class PoolRig {
 
   // To every child of the entry (a claim-result with each child's id).
   void down_all(const Switch& sw, uint32_t e, const Frame& f) {
-    const std::vector<int>& ch = sw.children[e];
-    for (size_t c = 0; c < ch.size(); ++c) {
-      Frame g = f;
-      wire::store_be16(g.data() + wire::kPanamaChildId, static_cast<uint16_t>(c));
-      if (g.size() == claim::kFrameBytes) {
-        wire::store_be16(g.data() + wire::kIpChecksum, 0);
-        wire::store_be16(g.data() + wire::kIpChecksum,
-                         wire::ipv4_header_checksum(g.data() + wire::kIpOffset));
-      }
-      send(ch[c], 0, g);
+    for (size_t c = 0; c < sw.children[e].size(); ++c) down_one(sw, e, c, f);
+  }
+
+  void down_one(const Switch& sw, uint32_t e, size_t c, const Frame& f) {
+    Frame g = f;
+    wire::store_be16(g.data() + wire::kPanamaChildId, static_cast<uint16_t>(c));
+    if (g.size() == claim::kFrameBytes) {
+      wire::store_be16(g.data() + wire::kIpChecksum, 0);
+      wire::store_be16(g.data() + wire::kIpChecksum, wire::ipv4_header_checksum(g.data() + wire::kIpOffset));
     }
+    send(sw.children[e][c], 0, g);
+  }
+
+  // A release confirmation with the root's count (as sw/pswitch's switch core).
+  Frame confirmation(uint16_t job, uint8_t tree, uint32_t count) {
+    wire::Header addr{};
+    addr.ttl = 64;
+    addr.udp_src = addr.udp_dst = kPort;
+    Frame f(claim::kFrameBytes);
+    REQUIRE(claim::build_release(f.data(), claim::kFrameBytes, addr, job, tree, 0, count, true) ==
+            claim::kFrameBytes);
+    return f;
   }
 
   void to_switch(size_t si, const Frame& f) {
@@ -571,12 +605,32 @@ class PoolRig {
       return;
     }
     if (c == claim::Class::kRelease) {
-      const auto rs = sw.pool->on_release(entry_of(sw, cf.job_id, cf.tree_id), cf.child_id, cf.seq);
-      if (!sw.root && rs.released > 0) {  // passed up again with every release from below
+      const uint32_t e = entry_of(sw, cf.job_id, cf.tree_id);
+      std::vector<bool>& asked = sw.asked[e];
+      asked.resize(sw.children[e].size(), false);
+      if (cf.confirmation) {  // at a leaf, from the root: a new count to all, a repeated one to who asked
+        REQUIRE(!sw.root);
+        if (cf.seq > sw.confirmed_down[e]) {
+          sw.confirmed_down[e] = cf.seq;
+          down_all(sw, e, f);
+        } else {
+          for (size_t k = 0; k < asked.size(); ++k)
+            if (asked[k]) down_one(sw, e, k, f);
+        }
+        asked.assign(asked.size(), false);
+        return;
+      }
+      const auto rs = sw.pool->on_release(e, cf.child_id, cf.seq);
+      if (!sw.root) {  // passed up again with every release from below, an ask as an ask
+        if (cf.ask && cf.child_id < asked.size()) asked[cf.child_id] = true;
         Frame up(claim::kFrameBytes);
         REQUIRE(claim::build_release(up.data(), claim::kFrameBytes, h, cf.job_id, cf.tree_id, sw.up_child,
-                                     rs.released) == claim::kFrameBytes);
+                                     rs.released, false, cf.ask) == claim::kFrameBytes);
         send(-1, 0, up);
+      } else if (rs.grew) {
+        down_all(sw, e, confirmation(cf.job_id, cf.tree_id, rs.released));
+      } else if (cf.ask && cf.child_id < sw.children[e].size()) {
+        down_one(sw, e, cf.child_id, confirmation(cf.job_id, cf.tree_id, rs.released));
       }
       return;
     }
@@ -953,6 +1007,7 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     if (!finished) std::cerr << "stuck: seed " << seed << " at " << rig.now() << " ns\n";
     REQUIRE(finished);
     rig.check();
+    rig.check_pools();  // lost releases, the last ones too, repeated until confirmed
     for (size_t k = 0; k < jobs.size(); ++k) {
       if (jobs[k].claim_cap == 0 || o.pool_slots < jobs[k].group_size)
         CHECK(rig.job_stats(k).in_network == 0);  // cannot claim: all on the ring
@@ -968,6 +1023,7 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
       seen.ring_retransmissions += p.ring_retransmissions;
       seen.ring_duplicates += p.ring_duplicates;
       seen.ring_early += p.ring_early;
+      seen.release_asks += p.release_asks;
     }
   }
   INFO("base seed " << base);
@@ -980,6 +1036,7 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
   CHECK(seen.ring_retransmissions > 0);
   CHECK(seen.ring_duplicates > 0);
   CHECK(seen.ring_early > 0);
+  CHECK(seen.release_asks > 0);
 }
 
 namespace {
@@ -1035,6 +1092,17 @@ Frame answer(uint32_t group, bool granted) {
   REQUIRE(claim::build_claim_result(f.data(), claim::kFrameBytes, addr, 1, 10, 0, group,
                                     granted ? claim::Answer::kGranted : claim::Answer::kDenied,
                                     granted ? claim::Reason::kNone : claim::Reason::kPoolFull) ==
+          claim::kFrameBytes);
+  return f;
+}
+
+// The root's release confirmation of `count` (tree 10 of job 1).
+Frame confirmation_of(uint32_t count) {
+  wire::Header addr{};
+  addr.ttl = 64;
+  addr.udp_src = addr.udp_dst = kPort;
+  Frame f(claim::kFrameBytes);
+  REQUIRE(claim::build_release(f.data(), claim::kFrameBytes, addr, 1, 10, 0, count, true) ==
           claim::kFrameBytes);
   return f;
 }
@@ -1218,6 +1286,8 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(ps.released == 2);
   CHECK(ps.in_network == 1);
   CHECK(ps.releases_sent == 1);
+  CHECK(on(confirmation_of(2)));  // the root freed both groups
+  CHECK(c.stats().pool.confirmed == 2);
   // The step-1 frame still waits for its acknowledgement: the worker owes it.
   CHECK(c.pending_ops() == 1);
   RingFields ack1;
@@ -1237,13 +1307,14 @@ TEST_CASE("pooled: frames of one worker: claims first, chunks once granted, ring
   CHECK(c.pending_ops() == 0);
 }
 
-TEST_CASE("pooled: the last release is pending work until it is sent") {
+TEST_CASE("pooled: the last release is pending work until the root confirms it") {
   JobSpec j;
   j.world = 2;
   j.group_size = 2;
   RigOptions o;
   o.elems = 4;
-  const Plan plan = pooled_plan(j, 0, o);
+  Plan plan = pooled_plan(j, 0, o);
+  plan.congestion.retry_budget = 6;
   AllreduceCore c(plan);
   std::vector<float> buf(8, 1.0f);
   const OpId id = c.start(buf.data(), buf.size(), 0);  // chunks 0, 1: group 0
@@ -1275,7 +1346,47 @@ TEST_CASE("pooled: the last release is pending work until it is sent") {
   REQUIRE(claim::parse_frame(f[0].data(), static_cast<uint32_t>(f[0].size()), kPort, h, cf) ==
           claim::Class::kRelease);
   CHECK(cf.seq == 1);
-  CHECK(c.pending_ops() == 0);
+  CHECK_FALSE(cf.ask);
+  // Sent, but the engines may not have heard it: owed until the root confirms the count.
+  CHECK(c.pending_ops() == 1);
+  const uint64_t rto = uint64_t{plan.congestion.rto_initial_us} * 1000;
+  REQUIRE(c.next_timer_ns() > 3000);
+  CHECK(c.next_timer_ns() <= 3000 + rto);
+  CHECK(poll_all(c, 3000 + 1000).empty());
+  SECTION("a confirmation ends it") {
+    const uint64_t t = c.next_timer_ns();
+    std::vector<Frame> again = poll_all(c, t);  // the RTO: repeated, asking
+    REQUIRE(again.size() == 1);
+    REQUIRE(claim::parse_frame(again[0].data(), static_cast<uint32_t>(again[0].size()), kPort, h, cf) ==
+            claim::Class::kRelease);
+    CHECK(cf.seq == 1);
+    CHECK(cf.ask);
+    CHECK(c.stats().pool.release_asks == 1);
+    CHECK(on(confirmation_of(0)));  // an older count confirms nothing
+    CHECK(c.pending_ops() == 1);
+    CHECK(on(confirmation_of(1)));
+    CHECK(c.pending_ops() == 0);
+    CHECK(c.stats().pool.confirmations == 2);
+    CHECK(c.stats().pool.confirmed == 1);
+    CHECK(poll_all(c, t + 10 * rto).empty());
+  }
+  SECTION("without one, it is asked for retry_budget times, then given up") {
+    uint32_t asks = 0;
+    for (int i = 0; i < 100 && c.pending_ops() > 0; ++i) {
+      const uint64_t t = c.next_timer_ns();
+      REQUIRE(t != UINT64_MAX);
+      for (const Frame& x : poll_all(c, t)) {
+        REQUIRE(claim::parse_frame(x.data(), static_cast<uint32_t>(x.size()), kPort, h, cf) ==
+                claim::Class::kRelease);
+        CHECK(cf.ask);
+        ++asks;
+      }
+    }
+    CHECK(asks == plan.congestion.retry_budget);
+    CHECK(c.pending_ops() == 0);
+    CHECK(c.stats().pool.release_asks == plan.congestion.retry_budget);
+    CHECK_FALSE(c.failed());  // every allreduce succeeded: nothing to fail
+  }
 }
 
 TEST_CASE("pooled: a group finished on the ring outlives its forgotten allreduce safely") {

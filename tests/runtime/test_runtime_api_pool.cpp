@@ -122,6 +122,7 @@ TEST_CASE("api: a pooled job through the software PSwitch; pool statistics and s
     CHECK(st[w].in_network >= 1);
     CHECK(st[w].claims_sent >= groups);
     CHECK(st[w].released == groups);
+    CHECK(st[w].confirmed == groups);  // settled: the root confirmed the last release
     CHECK(st[w].releases_sent >= 1);
     CHECK(st[w].ring_malformed == 0);
     // Ring frames go one way round a ring of two: what one sends, the other receives.

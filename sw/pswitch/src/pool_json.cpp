@@ -17,6 +17,7 @@ nlohmann::json pool_counters_json(const PoolSwitchCounters& sc, const PoolCounte
           {"claim_results_in", sc.claim_results_in},
           {"releases_in", sc.releases_in},
           {"releases_up", sc.releases_up},
+          {"confirmations_down", sc.confirmations_down},
           {"mapped", sc.mapped},
           {"counted", sc.counted},
           {"no_claim_answers", sc.no_claim_answers},

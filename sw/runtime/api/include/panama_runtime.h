@@ -110,14 +110,16 @@ panama_status panama_comm_stats_get(panama_comm* comm, panama_comm_stats* stats,
 /* Pooled mode (docs/hybrid-allreduce.md): how this worker's groups went,
  * summed over the job's trees. All zero for a job with fixed shares. */
 typedef struct panama_pool_stats {
-  uint64_t groups;             /* groups issued */
-  uint64_t claims_sent;        /* claim frames, repeats after an RTO included */
-  uint64_t claim_timeouts;     /* claims sent again for want of an answer */
-  uint64_t granted, denied;    /* the first answer heard per group */
-  uint64_t expired;            /* granted groups a later "denied (expired)" moved to the ring */
+  uint64_t groups;              /* groups issued */
+  uint64_t claims_sent;         /* claim frames, repeats after an RTO included */
+  uint64_t claim_timeouts;      /* claims sent again for want of an answer */
+  uint64_t granted, denied;     /* the first answer heard per group */
+  uint64_t expired;             /* granted groups a later "denied (expired)" moved to the ring */
   uint64_t in_network, on_ring; /* groups finished each way */
   uint64_t releases_sent;
-  uint64_t released;           /* finished groups reported to the engines (cumulative counts, summed) */
+  uint64_t released;     /* finished groups reported to the engines (cumulative counts, summed) */
+  uint64_t confirmed;    /* of those, confirmed freed by the root (summed) */
+  uint64_t release_asks; /* releases repeated for want of a confirmation */
   uint64_t ring_frames_sent, ring_retransmissions, ring_bytes_sent;
   uint64_t ring_frames_received, ring_duplicates, ring_malformed;
 } panama_pool_stats;

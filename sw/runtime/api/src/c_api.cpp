@@ -310,6 +310,8 @@ panama_status panama_comm_pool_stats_get(panama_comm* comm, panama_pool_stats* s
     stats->on_ring = p.on_ring;
     stats->releases_sent = p.releases_sent;
     stats->released = p.released;
+    stats->confirmed = p.confirmed;
+    stats->release_asks = p.release_asks;
     stats->ring_frames_sent = p.ring_frames_sent;
     stats->ring_retransmissions = p.ring_retransmissions;
     stats->ring_bytes_sent = p.ring_bytes_sent;

@@ -795,6 +795,7 @@ void AllreduceCore::continue_sequences(const std::vector<uint32_t>& next) {
       // The groups below were finished and released by the previous communicator.
       t.group_end = next[i] / plan_.pooled->group_size;
       t.released = t.group_end;
+      t.confirmed = t.released;  // the previous communicator's to confirm; repeated with the first claims
     }
   }
 }
@@ -821,6 +822,7 @@ CommStats AllreduceCore::stats() const {
     ts.last_result_ns = t->last_result_ns;
     ts.restart_seq = t->restart_seq;
     ts.pool.released = t->released;
+    ts.pool.confirmed = t->confirmed;
     const PoolStats& p = ts.pool;
     PoolStats& q = s.pool;
     q.groups += p.groups;
@@ -837,6 +839,9 @@ CommStats AllreduceCore::stats() const {
     q.denied_after_result += p.denied_after_result;
     q.releases_sent += p.releases_sent;
     q.released += p.released;
+    q.confirmed += p.confirmed;
+    q.release_asks += p.release_asks;
+    q.confirmations += p.confirmations;
     q.ring_frames_sent += p.ring_frames_sent;
     q.ring_retransmissions += p.ring_retransmissions;
     q.ring_bytes_sent += p.ring_bytes_sent;

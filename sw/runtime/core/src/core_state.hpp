@@ -192,6 +192,16 @@ struct AllreduceCore::Tree {
   uint32_t group_end = 0;
   uint32_t released = 0;
   bool release_due = false;
+  // The root's confirmation of the released count (rule 5): once every
+  // group issued here is finished, the release is repeated, asking for a
+  // confirmation, after an RTO (backing off to rto_max) until one comes, at
+  // most retry_budget times.
+  uint32_t confirmed = 0;
+  uint32_t release_sent_count = 0;  // the count of the latest release sent
+  uint64_t release_sent_ns = 0;
+  uint64_t release_rto_ns = 0;
+  uint32_t release_asks = 0;    // repeats of the latest count
+  bool release_ask = false;     // the release due is a repeat that asks
   uint64_t last_answer_ns = 0;  // latest claim-result heard
 
   Outstanding& at(uint32_t seq) { return ring[seq & (ring.size() - 1)]; }

@@ -598,18 +598,44 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
     }
     g.claim_due = false;
   }
+  // Rule 5: once every group issued here is finished, the latest release
+  // is repeated, asking for the root's confirmation, until it comes.
+  if (!t.release_due && release_unconfirmed(t) && now_ns >= t.release_sent_ns + t.release_rto_ns) {
+    t.release_due = true;
+    t.release_ask = true;
+    ++t.release_asks;
+    ++t.st.pool.release_asks;
+    t.release_rto_ns =
+        std::min<uint64_t>(static_cast<uint64_t>(static_cast<double>(t.release_rto_ns) * c.rto_backoff),
+                           uint64_t{c.rto_max_us} * 1000);
+  }
   if (t.release_due && budget > 0) {
     uint8_t* f = out.begin_frame(claim::kFrameBytes);
     if (!f) return false;
     claim::build_release(f, claim::kFrameBytes, t.hdr, plan_.job_id, t.plan.tree_id, t.plan.child_id,
-                         t.released);
+                         t.released, false, t.release_ask);
     out.end_frame(claim::kFrameBytes);
     ++t.hdr.ip_id;
     --budget;
     ++t.st.pool.releases_sent;
     t.release_due = false;
+    t.release_ask = false;
+    if (t.released != t.release_sent_count) {  // a new count: its own RTO and retries
+      t.release_sent_count = t.released;
+      t.release_asks = 0;
+      t.release_rto_ns = std::max<uint64_t>(t.rto_ns, uint64_t{c.rto_min_us} * 1000);
+    }
+    t.release_sent_ns = now_ns;
   }
   return true;
+}
+
+// The latest release sent has no confirmation yet, nothing issued here is
+// unfinished (until then releases go with the claims and retransmissions)
+// and the retry budget is not spent: the release timer runs.
+bool AllreduceCore::release_unconfirmed(const Tree& t) const {
+  return t.state == Tree::State::kActive && t.release_sent_count == t.released && t.released > t.confirmed &&
+         t.groups.empty() && t.release_asks < plan_.congestion.retry_budget;
 }
 
 bool AllreduceCore::pool_owed() const {
@@ -621,7 +647,7 @@ bool AllreduceCore::pool_owed() const {
 bool AllreduceCore::release_owed() const {
   if (failed()) return false;
   for (const auto& tp : trees_) {
-    if (tp->state == Tree::State::kActive && tp->release_due) return true;
+    if (tp->state == Tree::State::kActive && (tp->release_due || release_unconfirmed(*tp))) return true;
   }
   return false;
 }
@@ -671,6 +697,7 @@ uint64_t AllreduceCore::pool_next_timer() const {
       if (kv.second.state == Group::State::kClaiming) m = std::min(m, kv.second.claim_deadline_ns);
       if (kv.second.state == Group::State::kRing) m = std::min(m, kv.second.ring->last_ns + patience);
     }
+    if (!t->release_due && release_unconfirmed(*t)) m = std::min(m, t->release_sent_ns + t->release_rto_ns);
   }
   for (const auto& kv : ring_out_) {
     if (kv.second.sent) m = std::min(m, kv.second.deadline_ns);
@@ -756,6 +783,12 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
   const claim::Class c = claim::parse_frame(frame, len, plan_.udp_port, h, f);
   if (c == claim::Class::kNotClaim) return false;
   if (len < wire::kPayloadOffset || h.job_id != plan_.job_id) return false;
+  if (c == claim::Class::kRelease && f.confirmation && tree_index_[h.tree_id] >= 0) {
+    Tree& t = *trees_[static_cast<size_t>(tree_index_[h.tree_id])];
+    ++t.st.pool.confirmations;
+    t.confirmed = std::max(t.confirmed, f.seq);
+    return true;
+  }
   if (c != claim::Class::kClaimResult || tree_index_[h.tree_id] < 0) {
     ++totals_.malformed_results;
     return true;

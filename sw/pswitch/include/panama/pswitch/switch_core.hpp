@@ -100,20 +100,21 @@ struct TreeSwitchCounters {
 // pool's own counters (claims, verdicts, expiries, DROP_NO_CLAIM,
 // DROP_STALE_GROUP, ...) are ClaimPool's (SwitchCore::pool()).
 struct PoolSwitchCounters {
-  uint64_t claims_in = 0;         // claims from a bound child port
-  uint64_t claims_up = 0;         // claims passed to the parent port
-  uint64_t answers_down = 0;      // root: claim-results sent to the child ports
-  uint64_t claim_results_in = 0;  // claim-results from the parent port, replicated down
-  uint64_t releases_in = 0;       // releases from a bound child port
-  uint64_t releases_up = 0;       // releases passed to the parent port
-  uint64_t mapped = 0;            // contributions fed to the engine through a claim entry
-  uint64_t counted = 0;           // ... which the engine counted (the lease renewed)
-  uint64_t no_claim_answers = 0;  // DROP_NO_CLAIM answered to the child with the claim-result
-  uint64_t emissions = 0;         // engine emissions of a claim entry mapped back to the tree
-  uint64_t entry_commits = 0;     // claim entries committed (a group took its slots)
-  uint64_t entry_disables = 0;    // claim entries disabled (the group freed its slots)
-  uint64_t commit_failures = 0;   // the engine refused a claim entry (ENTRY_STATUS not OK)
-  uint64_t unmapped = 0;          // a group holding slots without a claim entry (after a failure)
+  uint64_t claims_in = 0;           // claims from a bound child port
+  uint64_t claims_up = 0;           // claims passed to the parent port
+  uint64_t answers_down = 0;        // root: claim-results sent to the child ports
+  uint64_t claim_results_in = 0;    // claim-results from the parent port, replicated down
+  uint64_t releases_in = 0;         // releases from a bound child port
+  uint64_t releases_up = 0;         // releases passed to the parent port
+  uint64_t confirmations_down = 0;  // release confirmations sent or replicated to child ports
+  uint64_t mapped = 0;              // contributions fed to the engine through a claim entry
+  uint64_t counted = 0;             // ... which the engine counted (the lease renewed)
+  uint64_t no_claim_answers = 0;    // DROP_NO_CLAIM answered to the child with the claim-result
+  uint64_t emissions = 0;           // engine emissions of a claim entry mapped back to the tree
+  uint64_t entry_commits = 0;       // claim entries committed (a group took its slots)
+  uint64_t entry_disables = 0;      // claim entries disabled (the group freed its slots)
+  uint64_t commit_failures = 0;     // the engine refused a claim entry (ENTRY_STATUS not OK)
+  uint64_t unmapped = 0;            // a group holding slots without a claim entry (after a failure)
 
   PoolSwitchCounters& operator+=(const PoolSwitchCounters& o) {
     claims_in += o.claims_in;
@@ -122,6 +123,7 @@ struct PoolSwitchCounters {
     claim_results_in += o.claim_results_in;
     releases_in += o.releases_in;
     releases_up += o.releases_up;
+    confirmations_down += o.confirmations_down;
     mapped += o.mapped;
     counted += o.counted;
     no_claim_answers += o.no_claim_answers;
@@ -659,6 +661,14 @@ class SwitchCore {
     const uint32_t pe = static_cast<uint32_t>(pool_of_tree_[t]);
     const TreePorts& tp = s_.trees[t];
     PoolSwitchCounters& pc = pool_ctr_[t];
+    if (cc == claim::Class::kRelease && cf.confirmation) {
+      if (tp.parent != static_cast<int>(in_port)) {
+        ++ctr_.result_wrong_port;
+        return true;
+      }
+      confirm_down(t, cf.seq, out);
+      return true;
+    }
     if (cc == claim::Class::kClaimResult) {
       if (tp.parent != static_cast<int>(in_port)) {
         ++ctr_.result_wrong_port;
@@ -680,12 +690,21 @@ class SwitchCore {
       ++pc.releases_in;
       const ReleaseStep r = pool_->on_release(pe, child, cf.seq);
       if (r.grew) sync_released(pe);
-      if (r.drop == PoolDrop::kNone && tp.parent >= 0) {
+      if (r.drop != PoolDrop::kNone) return true;
+      if (tp.parent >= 0) {
+        // Passed up with every release; an ask is remembered, and passed up
+        // as an ask, so that the root's confirmation comes back to it.
+        if (cf.ask) mark_asked(t, child);
         claim::Frame up;
         up.type = claim::Type::kRelease;
         up.seq = r.released;
+        up.ask = cf.ask;
         send_claim_frame(t, up, static_cast<uint32_t>(tp.parent), out);
         ++pc.releases_up;
+      } else if (r.grew) {
+        confirm(t, r.released, tp.children, out);  // the root: every child hears the new count
+      } else if (cf.ask) {
+        confirm(t, r.released, std::vector<uint32_t>{in_port}, out);  // only the one that asked
       }
       return true;
     }
@@ -742,6 +761,41 @@ class SwitchCore {
     f.reason = r;
     emit_result(t, build_claim_frame(t, f), claim::kFrameBytes,
                 Ports{to.data(), static_cast<uint32_t>(to.size())}, out);
+  }
+
+  // A release confirmation with the root's released count, to `to`.
+  void confirm(int t, uint32_t released, const std::vector<uint32_t>& to, EmitTarget& out) {
+    if (to.empty()) return;
+    claim::Frame f;
+    f.type = claim::Type::kRelease;
+    f.seq = released;
+    f.confirmation = true;
+    emit_result(t, build_claim_frame(t, f), claim::kFrameBytes,
+                Ports{to.data(), static_cast<uint32_t>(to.size())}, out);
+    pool_ctr_[t].confirmations_down += to.size();
+  }
+
+  void mark_asked(int t, uint16_t child) {
+    std::vector<bool>& a = asked_[t];
+    if (a.size() < s_.trees[t].children.size()) a.resize(s_.trees[t].children.size(), false);
+    if (child < a.size()) a[child] = true;
+  }
+
+  // A confirmation from the parent: a count higher than any passed down
+  // goes to every child, a repeated one to the children that asked.
+  void confirm_down(int t, uint32_t released, EmitTarget& out) {
+    const std::vector<uint32_t>& ch = s_.trees[t].children;
+    std::vector<bool>& a = asked_[t];
+    if (released > confirmed_down_[t]) {
+      confirmed_down_[t] = released;
+      confirm(t, released, ch, out);
+    } else {
+      std::vector<uint32_t> to;
+      for (size_t c = 0; c < a.size() && c < ch.size(); ++c)
+        if (a[c]) to.push_back(ch[c]);
+      confirm(t, released, to, out);
+    }
+    a.assign(a.size(), false);
   }
 
   // A pooled tree's aggregate-up / retransmission from a bound child.
@@ -831,6 +885,11 @@ class SwitchCore {
   std::unique_ptr<ClaimPool> pool_;
   std::vector<int> pool_of_tree_ = std::vector<int>(s_.trees.size(), -1);  // per tree: pool entry, -1
   std::vector<PoolSwitchCounters> pool_ctr_ = std::vector<PoolSwitchCounters>(s_.trees.size());
+  // Release confirmations, per tree: the children whose repeated release
+  // asked for one since the last passed down, and the highest count passed
+  // down to all children.
+  std::vector<std::vector<bool>> asked_ = std::vector<std::vector<bool>>(s_.trees.size());
+  std::vector<uint32_t> confirmed_down_ = std::vector<uint32_t>(s_.trees.size(), 0);
   std::vector<int> tree_of_pool_;      // per pool entry: tree index
   std::vector<TableEntry> templates_;  // per pool entry: its engine entry, the claim entries' template
   std::vector<ClaimEntry> claims_;     // the pool's table entries

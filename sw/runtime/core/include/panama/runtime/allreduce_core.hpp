@@ -182,6 +182,9 @@ struct PoolStats {
   uint64_t denied_after_result = 0;      // denied for a group with a result already: ignored (never expected)
   uint64_t releases_sent = 0;
   uint32_t released = 0;          // the cumulative count of finished groups (CommStats: summed)
+  uint32_t confirmed = 0;         // the count the root confirmed freed (CommStats: summed)
+  uint64_t release_asks = 0;      // releases repeated for want of a confirmation
+  uint64_t confirmations = 0;     // release confirmations received
   uint64_t ring_frames_sent = 0;  // ring data frames, retransmissions included
   uint64_t ring_retransmissions = 0;
   uint64_t ring_bytes_sent = 0;  // payload bytes of those (fp32 partial sums and results)
@@ -407,6 +410,7 @@ class AllreduceCore {
   void group_done(Tree& t, Group& g);
   bool pool_owed() const;
   bool release_owed() const;
+  bool release_unconfirmed(const Tree& t) const;
   bool pool_can_send() const;
   bool pool_sendable(const Tree& t) const;
   uint64_t pool_next_timer() const;
