@@ -926,6 +926,27 @@ TEST_CASE("virtual cluster: two pooled jobs share a pool that fits one group", "
   CHECK(s0["switch"]["claim_malformed"] == 0);
   CHECK_THAT(r.output, Contains("pooled: 64 groups"));
   CHECK_THAT(r.output, Contains("(pooled): claims"));
+  // Every worker heard the root confirm the last count.
+  for (const json& w : r.summary["workers"]) CHECK(w["pool"]["confirmed"] == 64);
+}
+
+// The same with congestion control on the ring (--ring-cc): bit-exact, every
+// group finished one way on every worker, every group released.
+TEST_CASE("virtual cluster: pooled jobs with congestion control on the ring", "[.pool]") {
+  const Run r = cluster(
+      "--jobs 2 --workers 3 --trees 1 --size 1MiB --iterations 2 --pool 8 --group 8 --overcommit 2 "
+      "--ring-cc");
+  require_all_ok(r, 6);
+  uint64_t on_ring = 0;
+  for (uint64_t job = 1; job <= 2; ++job)
+    on_ring += check_pooled_job(r.summary, job, 1, 64, 8, {"s0"}).second;
+  CHECK(on_ring > 0);
+  const json& s0 = pswitch_named(r.summary, "s0");
+  CHECK(s0["pool"]["free_slots"] == 8);
+  for (const json& w : r.summary["workers"]) {
+    CHECK(w["pool"]["confirmed"] == 64);
+    CHECK(w["pool"]["ring_malformed"] == 0);
+  }
 }
 
 // A pooled job next to a fixed-share job, bf16: the pooled job's groups are

@@ -98,7 +98,8 @@ TEST_CASE("pool: a pooled job next to a fixed-share one on one PSwitch") {
     CHECK(plan.pooled->next_ip == ((10u << 24) | (1u << 16) | (next + 1u)));
     CHECK(plan.pooled->prev_mac == config::MacAddress{0x02, 0, 0, 0x01, 0, prev});
     CHECK(plan.pooled->prev_ip == ((10u << 24) | (1u << 16) | (prev + 1u)));
-    CHECK(plan.pooled->ring_port == 0);  // udp_port + 1
+    CHECK(plan.pooled->ring_port == 0);         // udp_port + 1
+    CHECK_FALSE(plan.pooled->ring_congestion);  // not asked for in the pool description
     REQUIRE(plan.trees.size() == 1);
     CHECK(plan.trees[0].initial_cwnd_cap == 128);  // the claim cap
   }
@@ -107,6 +108,20 @@ TEST_CASE("pool: a pooled job next to a fixed-share one on one PSwitch") {
     CHECK_FALSE(plan.pooled);
     CHECK(plan.trees[0].initial_cwnd_cap == 192);
   }
+}
+
+TEST_CASE("pool: ring_congestion in the pool description reaches every pooled plan") {
+  json jobs = pooled_next_to_fixed();
+  jobs["pool"]["ring_congestion"] = true;
+  const Deployment d = run(single_switch_cluster(8, 10.0), jobs);
+  for (uint32_t r = 0; r < 4; ++r) {
+    const runtime::Plan& plan = worker(d, "w" + std::to_string(r)).plan;
+    REQUIRE(plan.pooled);
+    CHECK(plan.pooled->ring_congestion);
+  }
+  for (uint32_t r = 4; r < 8; ++r) CHECK_FALSE(worker(d, "w" + std::to_string(r)).plan.pooled);
+  jobs["pool"]["ring_congestion"] = "yes";
+  CHECK_THROWS_WITH(run(single_switch_cluster(8, 10.0), jobs), Catch::Contains("pool.ring_congestion"));
 }
 
 TEST_CASE("pool: claim caps weighted as shares are, overcommitted, at most the pool") {

@@ -1362,6 +1362,7 @@ TEST_CASE("pooled mode: bad options are rejected with a clear message", "[networ
   CHECK_THAT(parse_error({"--pooled-jobs", "1"}), Contains("--pooled-jobs applies only with --pool"));
   CHECK_THAT(parse_error({"--lease-us", "100"}), Contains("--lease-us applies only with --pool"));
   CHECK_THAT(parse_error({"--overcommit", "2"}), Contains("--overcommit applies only with --pool"));
+  CHECK_THAT(parse_error({"--ring-cc"}), Contains("--ring-cc applies only with --pool"));
   CHECK_THAT(parse_error({"--pool", "8", "--scheme", "ring"}), Contains("--pool: PANAMA schemes only"));
   CHECK_THAT(parse_error({"--pool", "8", "--tree-shape", "chain"}), Contains("--pool: spine trees only"));
   CHECK_THAT(parse_error({"--pool", "8", "--dtype", "bf16"}),

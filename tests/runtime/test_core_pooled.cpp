@@ -72,6 +72,8 @@ struct RigOptions {
   uint64_t lease_ns = 1000000000;  // L
   uint32_t retry_budget = 100000;
   uint32_t ring_window = 64;
+  bool ring_congestion = false;  // PooledPlan::ring_congestion
+  double ring_ce = 0;            // ring data frames marked CE on the way (a queue over K)
   double loss = 0, dup = 0;
   uint64_t jitter_ns = 0;            // > 0: frames overtake each other
   uint64_t start_spread_ns = 20000;  // workers issue their allreduces up to this late
@@ -127,6 +129,7 @@ Plan pooled_plan(const JobSpec& j, uint32_t rank, const RigOptions& o) {
   q.prev_mac = worker_mac(j.job, prev);
   q.prev_ip = worker_ip(j.job, prev);
   q.ring_window = o.ring_window;
+  q.ring_congestion = o.ring_congestion;
   p.pooled = q;
   return p;
 }
@@ -442,7 +445,7 @@ class PoolRig {
 
   ClaimPool& pool() { return *switches_[0].pool; }  // the root's
   uint64_t now() const { return now_; }
-  uint64_t ring_frames = 0, contributions = 0, claims = 0, expiries_ = 0;
+  uint64_t ring_frames = 0, ring_marked = 0, contributions = 0, claims = 0, expiries_ = 0;
   std::map<std::tuple<uint16_t, uint8_t, uint32_t>, std::vector<claim::Answer>>
       answers;  // the root's, in order
 
@@ -506,6 +509,13 @@ class PoolRig {
       auto it = mac_to_worker_.find(dst);
       REQUIRE(it != mac_to_worker_.end());
       if (o_.drop_ring_to >= 0 && workers_[it->second].rank == static_cast<uint32_t>(o_.drop_ring_to)) return;
+      if (f.size() > 66 && chance(o_.ring_ce)) {  // a data frame through a queue over K
+        f[wire::kIpTos] |= wire::kEcnCe;
+        wire::store_be16(f.data() + wire::kIpChecksum, 0);
+        wire::store_be16(f.data() + wire::kIpChecksum,
+                         wire::ipv4_header_checksum(f.data() + wire::kIpOffset));
+        ++ring_marked;
+      }
       send(static_cast<int>(it->second), wi, f);
       return;
     }
@@ -994,6 +1004,8 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     o.dup = pick(0, 10) / 100.0;
     o.jitter_ns = pick(0, 1) ? 0 : uint64_t{pick(1, 20)} * 1000;
     o.ring_window = pick(1, 16);
+    o.ring_congestion = pick(0, 1) == 1;
+    o.ring_ce = o.ring_congestion && pick(0, 1) ? pick(1, 30) / 100.0 : 0;
     o.start_spread_ns = uint64_t{pick(0, 3000)} * 1000;
     uint32_t min_world = 5;
     for (const JobSpec& j : jobs) min_world = std::min(min_world, j.world);
@@ -1001,7 +1013,8 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
     INFO("seed " << seed << " (PANAMA_TEST_SEED=" << base << ", run " << run << "): jobs " << njobs
                  << ", elems " << o.elems << ", pool " << o.pool_slots << ", lease " << o.lease_ns
                  << " ns, loss " << o.loss << ", dup " << o.dup << ", jitter " << o.jitter_ns
-                 << ", ring window " << o.ring_window << ", leaves " << o.leaves);
+                 << ", ring window " << o.ring_window << (o.ring_congestion ? " (congestion control)" : "")
+                 << ", ring CE " << o.ring_ce << ", leaves " << o.leaves);
     PoolRig rig(seed, jobs, o);
     const bool finished = rig.run();
     if (!finished) std::cerr << "stuck: seed " << seed << " at " << rig.now() << " ns\n";
@@ -1024,6 +1037,7 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
       seen.ring_duplicates += p.ring_duplicates;
       seen.ring_early += p.ring_early;
       seen.release_asks += p.release_asks;
+      seen.ring_ce_echoes += p.ring_ce_echoes;
     }
   }
   INFO("base seed " << base);
@@ -1037,6 +1051,7 @@ TEST_CASE("pooled: random loss, duplication and reordering of every frame: exact
   CHECK(seen.ring_duplicates > 0);
   CHECK(seen.ring_early > 0);
   CHECK(seen.release_asks > 0);
+  CHECK(seen.ring_ce_echoes > 0);
 }
 
 namespace {
@@ -1560,4 +1575,115 @@ TEST_CASE("pooled: ring segments of whole pieces, fewer than the ranks or as man
   for (auto& w : rig.workers()) retransmissions += w.core->stats().pool.ring_retransmissions;
   CHECK(s.ring_frames_sent - retransmissions == 2 * (j.world - 1) * pieces);
   for (auto& w : rig.workers()) CHECK(w.bufs == rig.workers()[0].bufs);
+}
+
+TEST_CASE("pooled: congestion control on the ring: marks echoed, the window follows the echoes") {
+  JobSpec j;
+  j.world = 2;
+  j.group_size = 2;
+  RigOptions o;
+  o.elems = 4;
+  o.ring_window = 16;
+  // Every group denied; returns the ring data frames sent and counts the claims answered.
+  auto deny_all = [](AllreduceCore& c, uint64_t now, uint32_t& claims) {
+    std::vector<Frame> ring;
+    for (int round = 0; round < 20; ++round) {
+      std::vector<Frame> f = poll_all(c, now);
+      if (f.empty()) break;
+      for (Frame& x : f) {
+        wire::Header h;
+        claim::Frame cf;
+        if (wire::load_be16(x.data() + wire::kUdpDstPort) == kRingPort) {
+          ring.push_back(x);
+        } else if (claim::parse_frame(x.data(), static_cast<uint32_t>(x.size()), kPort, h, cf) ==
+                   claim::Class::kClaim) {
+          ++claims;
+          REQUIRE(c.on_frame(answer(cf.seq, false).data(), claim::kFrameBytes, now));
+        }
+      }
+    }
+    return ring;
+  };
+  const MacAddress m1 = worker_mac(1, 1);
+  const uint32_t ip1 = worker_ip(1, 1);
+  auto ack_of = [&](const Frame& data, bool echo) {
+    RingFields a;
+    a.kind = 2;
+    a.elem_type = echo ? 1 : 0;  // an ack's flags: bit 0, the mark echoed
+    a.rank = 1;
+    a.group = wire::load_be32(data.data() + 52);
+    a.step = wire::load_be16(data.data() + 56);
+    a.piece = wire::load_be16(data.data() + 58);
+    a.offset = 0;
+    return ring_frame(a, worker_mac(1, 0), worker_ip(1, 0), m1, ip1);
+  };
+  std::vector<float> buf(64, 1.0f);  // 16 chunks: 8 groups of 2
+
+  SECTION("off: a fixed window, ring groups within the claim-ahead limit") {
+    const Plan plan = pooled_plan(j, 0, o);
+    AllreduceCore c(plan);
+    c.start(buf.data(), buf.size(), 0);
+    uint32_t claims = 0;
+    const std::vector<Frame> ring = deny_all(c, 1000, claims);
+    CHECK(claims == 2);  // two groups on the ring hold back the next claims
+    CHECK(ring.size() == 2);
+  }
+  SECTION("on: every group goes to the ring, the window starts at one frame") {
+    o.ring_congestion = true;
+    const Plan plan = pooled_plan(j, 0, o);
+    REQUIRE(plan.congestion.initial_cwnd == 1.0);
+    AllreduceCore c(plan);
+    c.start(buf.data(), buf.size(), 0);
+    uint32_t claims = 0;
+    std::vector<Frame> ring = deny_all(c, 1000, claims);
+    CHECK(claims == 8);
+    REQUIRE(ring.size() == 1);
+    // Acknowledged without a mark: slow start, two frames.
+    REQUIRE(c.on_frame(ack_of(ring[0], false).data(), 66, 2000));
+    ring = poll_all(c, 2000);
+    REQUIRE(ring.size() == 2);
+    // Both acknowledged with the mark echoed: the window halves (alpha starts at 1), once per window.
+    REQUIRE(c.on_frame(ack_of(ring[0], true).data(), 66, 3000));
+    REQUIRE(c.on_frame(ack_of(ring[1], true).data(), 66, 3000));
+    CHECK(c.stats().pool.ring_ce_echoes == 2);
+    CHECK(poll_all(c, 3000).size() == 1);
+  }
+  SECTION("a marked data frame is acknowledged with the mark echoed, an unmarked one without") {
+    o.ring_congestion = true;
+    const Plan plan = pooled_plan(j, 0, o);
+    AllreduceCore c(plan);
+    c.start(buf.data(), buf.size(), 0);
+    uint32_t claims = 0;
+    deny_all(c, 1000, claims);
+    for (uint32_t g : {0u, 1u}) {
+      const bool marked = g == 0;
+      RingFields d;
+      d.kind = 1;
+      d.elem_type = 1;  // fp32
+      d.rank = 1;
+      d.group = g;
+      d.step = 0;
+      d.piece = 0;
+      d.offset = 4 * ((1 + g) % 2);  // ring position 1's segment of the group
+      d.values = std::vector<uint32_t>(4, test::f2u(1.0f));
+      Frame f = ring_frame(d, plan.local_mac, plan.local_ip, m1, ip1);
+      if (marked) {
+        f[wire::kIpTos] |= wire::kEcnCe;
+        wire::store_be16(f.data() + wire::kIpChecksum, 0);
+        wire::store_be16(f.data() + wire::kIpChecksum,
+                         wire::ipv4_header_checksum(f.data() + wire::kIpOffset));
+      }
+      REQUIRE(c.on_frame(f.data(), static_cast<uint32_t>(f.size()), 2000));
+      const std::vector<Frame> out = poll_all(c, 2000);
+      std::vector<Frame> acks;
+      for (const Frame& x : out)
+        if (wire::load_be16(x.data() + wire::kUdpDstPort) == kRingPort && x[43] == 2) acks.push_back(x);
+      INFO("group " << g);
+      REQUIRE(acks.size() == 1);
+      CHECK(acks[0][47] == (marked ? 1 : 0));
+      CHECK(wire::load_be32(acks[0].data() + 52) == g);
+    }
+    CHECK(c.stats().pool.ring_ce_received == 1);
+    CHECK(c.stats().pool.ring_malformed == 0);
+  }
 }

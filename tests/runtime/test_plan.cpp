@@ -155,6 +155,7 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
   CHECK(p.pooled->ring_port == 0);
   CHECK(ring_udp_port(p) == 9601);  // the PANAMA port + 1 by default
   CHECK(p.pooled->ring_window == 64);
+  CHECK_FALSE(p.pooled->ring_congestion);  // a fixed ring window unless asked for
   // No ring position: the ring is in rank order, and none is written.
   CHECK(!p.pooled->ring_position);
   CHECK(ring_position(p) == p.rank);
@@ -164,6 +165,7 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
   q.pooled->ring_port = 7000;
   q.pooled->ring_window = 5;
   q.pooled->ring_position = 3;
+  q.pooled->ring_congestion = true;
   CHECK(ring_udp_port(q) == 7000);
   CHECK(ring_position(q) == 3);
   CHECK(parse_plan(plan_to_json(q)) == q);
@@ -193,6 +195,9 @@ TEST_CASE("plan: pooled mode is parsed, defaulted, round-tripped and checked") {
              Catch::Contains("pooled.ring_port: must differ from udp_port"));
   CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_window\": 0"),
              Catch::Contains("pooled.ring_window: out of range"));
+  CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_congestion\": 1"),
+             Catch::Contains("pooled.ring_congestion"));
+  CHECK(parse_plan(pooled_with("\"ring_congestion\": true")).pooled->ring_congestion);
   CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_position\": 4"),
              Catch::Contains("pooled.ring_position: must be below world_size (4 >= 4)"));
   CHECK_THAT(bad("\"group_size\": 8", "\"group_size\": 8, \"ring_position\": -1"),

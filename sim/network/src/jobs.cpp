@@ -156,6 +156,7 @@ void Sim::plan_jobs() {
     pd.slots = o_.pool_slots;
     if (o_.pool_lease_us > 0) pd.lease_us = o_.pool_lease_us;
     pd.overcommit = o_.pool_overcommit;
+    pd.ring_congestion = o_.pool_ring_cc;
     jd.pool = pd;
   }
   controller::Deployment dep;

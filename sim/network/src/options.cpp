@@ -317,6 +317,7 @@ void validate(const Options& o) {
     if (o.pool_group != 0) fail("--group applies only with --pool");
     if (o.pool_lease_us != 0) fail("--lease-us applies only with --pool");
     if (o.pool_overcommit != 1.0) fail("--overcommit applies only with --pool");
+    if (o.pool_ring_cc) fail("--ring-cc applies only with --pool");
   } else {
     if (o.pool_slots > 512) fail("--pool: 1..512 slots");
     if (o.pool_slots > o.packet_memory)
@@ -484,6 +485,9 @@ bool parse_command_line(int argc, const char* const* argv, Options& o, int& exit
          "--overcommit", o.pool_overcommit,
          "with --pool: claim caps are the jobs' weighted parts of the pool times this, at most the pool")
       ->capture_default_str();
+  app.add_flag("--ring-cc", o.pool_ring_cc,
+               "with --pool: congestion control (DCTCP, from the CE marks the acknowledgements echo) on the "
+               "ring of denied groups, whose window then paces them instead of the claim-ahead limit");
   app.add_option("--trees", o.trees, "aggregation trees per job (panama, fixed-window)")
       ->capture_default_str();
   app.add_option("--tree-shape", o.tree_shape,

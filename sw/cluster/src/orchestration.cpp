@@ -133,6 +133,7 @@ PlannedRun plan_run(const ClusterOptions& opt) {
   }
   if (opt.pool_slots > 0) {
     json pool = {{"slots", opt.pool_slots}, {"overcommit", opt.pool_overcommit}};
+    if (opt.pool_ring_cc) pool["ring_congestion"] = true;
     if (opt.pool_lease_us > 0) pool["lease_us"] = opt.pool_lease_us;
     jobs_desc["pool"] = pool;
   }

@@ -176,13 +176,15 @@ JobsDesc parse_jobs(const json& j, const std::string& origin) {
     }
   }
   if (top.has("pool")) {
-    const JsonObject o = top.object("pool", {"slots", "lease_us", "table_entries", "overcommit"});
+    const JsonObject o =
+        top.object("pool", {"slots", "lease_us", "table_entries", "overcommit", "ring_congestion"});
     PoolDesc p;
     // At most 512 slots: the pool's free-slot bitmap (ClaimPool).
     p.slots = static_cast<uint32_t>(o.uint("slots", 1, 512));
     p.lease_us = o.uint("lease_us", 1, 60000000, p.lease_us);
     p.table_entries = static_cast<uint32_t>(o.uint("table_entries", 1, 256, 0));
     p.overcommit = o.number("overcommit", 1.0, 1e6, p.overcommit);
+    p.ring_congestion = o.boolean("ring_congestion", false);
     d.pool = p;
   }
   const json& jobs = top.array("jobs", true);

@@ -238,6 +238,7 @@ void Planner::write_worker_plans() {
       pp.next_ip = next.ip;
       pp.prev_mac = prev.mac;
       pp.prev_ip = prev.ip;
+      pp.ring_congestion = jd.pool && jd.pool->ring_congestion;
       p.pooled = pp;
     }
     wo.vdev = wo.vdevs[0];

@@ -67,6 +67,9 @@ AllreduceCore::AllreduceCore(const Plan& plan) : plan_(plan) {
   totals_.job_id = plan_.job_id;
   ring_port_ = ring_udp_port(plan_);
   ring_pos_ = ring_position(plan_);
+  if (plan_.pooled && plan_.pooled->ring_congestion)
+    ring_cc_.emplace(plan_.congestion,
+                     static_cast<uint16_t>(std::min<uint32_t>(plan_.pooled->ring_window, 0xFFFF)));
 }
 
 AllreduceCore::Tree& AllreduceCore::route(size_t primary) {
@@ -847,6 +850,8 @@ CommStats AllreduceCore::stats() const {
     q.ring_bytes_sent += p.ring_bytes_sent;
     q.ring_acks_sent += p.ring_acks_sent;
     q.ring_acks_received += p.ring_acks_received;
+    q.ring_ce_received += p.ring_ce_received;
+    q.ring_ce_echoes += p.ring_ce_echoes;
     q.ring_frames_received += p.ring_frames_received;
     q.ring_duplicates += p.ring_duplicates;
     q.ring_early += p.ring_early;

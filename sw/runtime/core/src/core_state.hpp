@@ -126,6 +126,12 @@ struct AllreduceCore::RingKey {
                               : piece < o.piece;
   }
 };
+
+// An acknowledgement to send: the data frame's key, and whether it arrived CE-marked.
+struct AllreduceCore::RingAck {
+  RingKey key;
+  bool ce = false;
+};
 struct AllreduceCore::RingOut {
   uint32_t offset = 0;
   uint8_t elem_type = 0;         // the group's

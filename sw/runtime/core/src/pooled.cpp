@@ -24,7 +24,7 @@ constexpr uint32_t kRVersion = wire::kPanamaOffset + 0;   // u8: 1
 constexpr uint32_t kRKind = wire::kPanamaOffset + 1;      // u8: 1 data, 2 ack
 constexpr uint32_t kRJob = wire::kPanamaOffset + 2;       // u16
 constexpr uint32_t kRTree = wire::kPanamaOffset + 4;      // u8
-constexpr uint32_t kRElemType = wire::kPanamaOffset + 5;  // u8: the group's element type
+constexpr uint32_t kRElemType = wire::kPanamaOffset + 5;  // u8: the group's element type (an ack: flags)
 constexpr uint32_t kRRank = wire::kPanamaOffset + 6;      // u32: the sender's ring position
 constexpr uint32_t kRGroup = wire::kPanamaOffset + 10;    // u32
 constexpr uint32_t kRStep = wire::kPanamaOffset + 14;     // u16
@@ -36,6 +36,7 @@ constexpr uint32_t kRHeaderBytes = kRPayload - wire::kPanamaOffset;
 constexpr uint8_t kRingVersion = 1;
 constexpr uint8_t kRingData = 1;
 constexpr uint8_t kRingAck = 2;
+constexpr uint8_t kRingAckCe = 0x01;  // ack flags, bit 0: the data frame arrived CE-marked
 constexpr uint32_t kRingMaxPiece = (wire::kMaxFrameBytes - kRPayload) / 4;
 // Where a PANAMA frame has its tree id: a transport that picks a tree's
 // uplink by that byte (a dual-homed worker) sends ring frames the same way.
@@ -317,7 +318,7 @@ void AllreduceCore::ring_final(Tree& t, Group& g, uint32_t offset, const uint32_
 }
 
 void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset,
-                              uint32_t count, const uint8_t* payload, uint64_t now_ns) {
+                              uint32_t count, const uint8_t* payload, uint64_t now_ns, bool ce) {
   PoolStats& ps = t.st.pool;
   const RingKey key{static_cast<uint8_t>(t.index), group, static_cast<uint16_t>(step),
                     static_cast<uint16_t>(piece)};
@@ -325,7 +326,7 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   if (it == t.groups.end()) {
     if (group < t.released) {  // finished here: its acknowledgement was lost
       ++ps.ring_duplicates;
-      ring_acks_.push_back(key);
+      ring_acks_.push_back({key, ce});
     } else {
       ++ps.ring_early;  // not issued here yet: the sender sends it again
     }
@@ -357,12 +358,12 @@ void AllreduceCore::ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t p
   }
   if (g.state == Group::State::kDone) {
     ++ps.ring_duplicates;
-    ring_acks_.push_back(key);
+    ring_acks_.push_back({key, ce});
     return;
   }
   RingGroup& r = *g.ring;
   uint8_t& got = r.got[size_t{step} * r.max_pieces + piece];
-  ring_acks_.push_back(key);
+  ring_acks_.push_back({key, ce});
   if (got) {
     ++ps.ring_duplicates;
     return;
@@ -436,12 +437,13 @@ bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) 
   const CongestionParams& c = plan_.congestion;
   // Acknowledgements, to the previous worker on the ring.
   while (!ring_acks_.empty() && budget > 0) {
-    const RingKey k = ring_acks_.front();
+    const RingKey k = ring_acks_.front().key;
+    const uint8_t flags = ring_acks_.front().ce ? kRingAckCe : 0;  // an ack's element-type byte: its flags
     uint8_t* f = out.begin_frame(kRPayload);
     if (!f) return false;
     Tree& t = *trees_[k.tree];
-    write_ring_headers(f, t.hdr, q.prev_mac, q.prev_ip, ring_port_, kRingAck, plan_.job_id, t.plan.tree_id, 0,
-                       ring_pos_, k.group, k.step, k.piece, 0, 0);
+    write_ring_headers(f, t.hdr, q.prev_mac, q.prev_ip, ring_port_, kRingAck, plan_.job_id, t.plan.tree_id,
+                       flags, ring_pos_, k.group, k.step, k.piece, 0, 0);
     out.end_frame(kRPayload);
     ring_acks_.pop_front();
     --budget;
@@ -488,7 +490,8 @@ bool AllreduceCore::ring_poll(uint64_t now_ns, FrameOut& out, uint32_t& budget) 
     ++trees_[kv.first.tree]->st.pool.ring_retransmissions;
   }
   // New data frames, as many in flight as the ring window allows.
-  while (!ring_unsent_.empty() && ring_in_flight_ < q.ring_window && budget > 0) {
+  const uint32_t window = ring_window_now();
+  while (!ring_unsent_.empty() && ring_in_flight_ < window && budget > 0) {
     const RingKey k = ring_unsent_.front();
     auto it = ring_out_.find(k);
     if (it == ring_out_.end()) {
@@ -536,11 +539,13 @@ bool AllreduceCore::pool_poll(Tree& t, uint64_t now_ns, FrameOut& out, uint32_t&
   const CongestionParams& c = plan_.congestion;
   const uint64_t patience = uint64_t{c.retry_budget} * c.rto_max_us * 1000;
   const uint32_t limit = claim_ahead(t.cc.window(), plan_.pooled->group_size);
+  // With congestion control on the ring its window paces the ring groups.
+  const uint32_t ring_limit = ring_cc_ ? UINT32_MAX : limit;
   uint32_t open = 0, ring = 0;
   for (auto& kv : t.groups) {
     Group& g = kv.second;
     if (g.state == Group::State::kIdle) {
-      if (open >= limit || ring >= limit || budget == 0) break;
+      if (open >= limit || ring >= ring_limit || budget == 0) break;
       if (!write_claim(t, kv.first, out)) return false;
       --budget;
       g.state = Group::State::kClaiming;
@@ -638,6 +643,10 @@ bool AllreduceCore::release_unconfirmed(const Tree& t) const {
          t.groups.empty() && t.release_asks < plan_.congestion.retry_budget;
 }
 
+uint32_t AllreduceCore::ring_window_now() const {
+  return ring_cc_ ? ring_cc_->window() : plan_.pooled->ring_window;
+}
+
 bool AllreduceCore::pool_owed() const {
   return !failed() && (!ring_out_.empty() || !ring_acks_.empty());
 }
@@ -654,8 +663,7 @@ bool AllreduceCore::release_owed() const {
 
 bool AllreduceCore::pool_can_send() const {
   if (failed()) return false;
-  if (!ring_acks_.empty() || (!ring_unsent_.empty() && ring_in_flight_ < plan_.pooled->ring_window))
-    return true;
+  if (!ring_acks_.empty() || (!ring_unsent_.empty() && ring_in_flight_ < ring_window_now())) return true;
   const uint32_t g_size = plan_.pooled->group_size;
   for (const auto& tp : trees_) {
     const Tree& t = *tp;
@@ -666,7 +674,7 @@ bool AllreduceCore::pool_can_send() const {
     for (const auto& kv : t.groups) {
       const Group& g = kv.second;
       if (g.state == Group::State::kIdle) {
-        if (open < limit && ring < limit) return true;
+        if (open < limit && ring < (ring_cc_ ? UINT32_MAX : limit)) return true;
         break;
       }
       if (g.state == Group::State::kDone) continue;
@@ -760,6 +768,11 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
         ring_out_.erase(it);
         --ring_in_flight_;
         ++t.st.pool.ring_acks_received;
+        const bool echo = (frame[kRElemType] & kRingAckCe) != 0;
+        if (ring_cc_) {  // a fresh acknowledgement: the ring's implicit ACK stream
+          ring_cc_->on_result(echo, ring_cc_->cap());
+          if (echo) ++t.st.pool.ring_ce_echoes;
+        }
         last_ring_ack_ns_ = std::max<uint64_t>(now_ns, 1);
       }
       return true;
@@ -772,7 +785,9 @@ bool AllreduceCore::pool_frame(const uint8_t* frame, uint32_t len, uint64_t now_
       ++t.st.pool.ring_malformed;
       return true;
     }
-    ring_data(t, group, step, piece, offset, count, frame + kRPayload, now_ns);
+    const bool ce = (frame[wire::kIpTos] & 3) == wire::kEcnCe;
+    if (ce) ++t.st.pool.ring_ce_received;
+    ring_data(t, group, step, piece, offset, count, frame + kRPayload, now_ns, ce);
     return true;
   }
   // Claim-results from the root (a look at the type byte first: result

@@ -76,8 +76,9 @@ Plan parse_plan_json(const json& j, const JsonSource& src) {
                        "rto_max_us", "rto_backoff", "retry_budget", "failover_after"}));
   }
   if (top.has("pooled")) {
-    const JsonObject q = top.object("pooled", {"group_size", "ring_position", "next_mac", "next_ip",
-                                               "prev_mac", "prev_ip", "ring_port", "ring_window"});
+    const JsonObject q =
+        top.object("pooled", {"group_size", "ring_position", "next_mac", "next_ip", "prev_mac", "prev_ip",
+                              "ring_port", "ring_window", "ring_congestion"});
     PooledPlan pp;
     pp.group_size = static_cast<uint32_t>(q.uint("group_size", 1, 512));
     if (q.has("ring_position"))
@@ -88,6 +89,7 @@ Plan parse_plan_json(const json& j, const JsonSource& src) {
     pp.prev_ip = q.ipv4("prev_ip");
     pp.ring_port = static_cast<uint16_t>(q.uint("ring_port", 1, 0xFFFF, pp.ring_port));
     pp.ring_window = static_cast<uint32_t>(q.uint("ring_window", 1, 65536, pp.ring_window));
+    pp.ring_congestion = q.boolean("ring_congestion", false);
     p.pooled = pp;
   }
   // What one key alone cannot tell (validate_plan names the path).
@@ -153,7 +155,8 @@ std::string plan_to_json(const Plan& p) {
                    {"next_ip", config::format_ipv4(q.next_ip)},
                    {"prev_mac", config::format_mac(q.prev_mac)},
                    {"prev_ip", config::format_ipv4(q.prev_ip)},
-                   {"ring_window", q.ring_window}};
+                   {"ring_window", q.ring_window},
+                   {"ring_congestion", q.ring_congestion}};
     if (q.ring_position) j["pooled"]["ring_position"] = *q.ring_position;
     if (q.ring_port != 0) j["pooled"]["ring_port"] = q.ring_port;
   }

@@ -169,6 +169,7 @@ struct Options {
   uint32_t pool_group = 0;            // G; 0: the controller's default
   uint64_t pool_lease_us = 0;         // 0: the controller's default
   double pool_overcommit = 1.0;       // claim caps x this, at most the pool
+  bool pool_ring_cc = false;          // DCTCP on the ring of denied groups (PooledPlan::ring_congestion)
   bool job_pooled(uint32_t id) const {
     if (pool_slots == 0) return false;
     if (pooled_jobs.empty()) return true;

@@ -91,6 +91,7 @@ struct ClusterOptions {
   uint32_t pool_group = 0;
   uint64_t pool_lease_us = 0;
   double pool_overcommit = 1.0;
+  bool pool_ring_cc = false;  // DCTCP on the ring of denied groups (PooledPlan::ring_congestion)
   // Failure injection: this PSwitch is stopped ("STOP": frozen; "KILL": for
   // good) once `fail_at` of all the run's bytes are done.
   std::string fail_switch;

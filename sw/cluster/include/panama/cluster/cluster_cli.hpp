@@ -105,6 +105,10 @@ inline void add_cluster_options(CLI::App& app, ClusterOptions& opt) {
                  "the controller's default)")
       ->capture_default_str()
       ->group(kFabricGroup);
+  app.add_flag("--ring-cc", opt.pool_ring_cc,
+               "with --pool: congestion control (DCTCP) on the ring of denied groups, paced by its window "
+               "instead of the claim-ahead limit")
+      ->group(kFabricGroup);
   app.add_option("--overcommit", opt.pool_overcommit,
                  "with --pool: claim caps are the jobs' weighted parts of the pool times this, at most the "
                  "pool")
@@ -173,7 +177,7 @@ inline std::string check_cluster_options(const CLI::App& app, const ClusterOptio
   if (app.count("--failover-after") > 0 && !opt.backup_trees)
     return "--failover-after applies only with --backup-trees (a tree without a standby does not fail over)";
   if (opt.pool_slots == 0) {
-    for (const char* o : {"--pooled-jobs", "--group", "--lease-us", "--overcommit"}) {
+    for (const char* o : {"--pooled-jobs", "--group", "--lease-us", "--overcommit", "--ring-cc"}) {
       if (app.count(o) > 0) return std::string(o) + " applies only with --pool";
     }
   }

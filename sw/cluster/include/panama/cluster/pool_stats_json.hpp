@@ -35,7 +35,9 @@ inline nlohmann::json pool_stats_json(const runtime::PoolStats& p) {
           {"ring_frames_received", p.ring_frames_received},
           {"ring_duplicates", p.ring_duplicates},
           {"ring_early", p.ring_early},
-          {"ring_malformed", p.ring_malformed}};
+          {"ring_malformed", p.ring_malformed},
+          {"ring_ce_received", p.ring_ce_received},
+          {"ring_ce_echoes", p.ring_ce_echoes}};
 }
 
 }  // namespace panama::cluster

@@ -117,9 +117,10 @@ struct JobDesc {
 // the whole pool.
 struct PoolDesc {
   uint32_t slots = 0;
-  uint64_t lease_us = 20000;   // a claim that has emitted nothing holds its slots this long
-  uint32_t table_entries = 0;  // claim entries (groups holding slots at once); 0: as many as fit
-  double overcommit = 1.0;     // >= 1: caps summing to more than the pool let tenants borrow
+  uint64_t lease_us = 20000;     // a claim that has emitted nothing holds its slots this long
+  uint32_t table_entries = 0;    // claim entries (groups holding slots at once); 0: as many as fit
+  double overcommit = 1.0;       // >= 1: caps summing to more than the pool let tenants borrow
+  bool ring_congestion = false;  // the pooled plans' ring_congestion: DCTCP on the ring fallback
 };
 
 struct JobsDesc {

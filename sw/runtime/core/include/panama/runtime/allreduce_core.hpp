@@ -191,8 +191,10 @@ struct PoolStats {
   uint64_t ring_acks_sent = 0, ring_acks_received = 0;
   uint64_t ring_frames_received = 0;  // ring data frames of this job
   uint64_t ring_duplicates = 0;       // data frames received again (acknowledged again)
-  uint64_t ring_early = 0;      // data frames for a group this worker has not issued yet (not acknowledged)
-  uint64_t ring_malformed = 0;  // ring frames of this job that do not fit the group, step or sender
+  uint64_t ring_early = 0;        // data frames for a group this worker has not issued yet (not acknowledged)
+  uint64_t ring_malformed = 0;    // ring frames of this job that do not fit the group, step or sender
+  uint64_t ring_ce_received = 0;  // ring data frames that arrived CE-marked (the mark echoed)
+  uint64_t ring_ce_echoes = 0;    // fresh acknowledgements that echoed a mark (ring_congestion)
 };
 
 struct TreeStats {
@@ -375,6 +377,7 @@ class AllreduceCore {
   struct Group;
   struct RingGroup;
   struct RingKey;
+  struct RingAck;
   struct RingOut;
 
   bool failover_owed() const;
@@ -403,7 +406,7 @@ class AllreduceCore {
   void on_claim_result(Tree& t, uint32_t group, bool granted, uint64_t now_ns);
   void to_ring(Tree& t, Group& g, uint64_t now_ns);
   void ring_data(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset, uint32_t count,
-                 const uint8_t* payload, uint64_t now_ns);
+                 const uint8_t* payload, uint64_t now_ns, bool ce);
   void ring_final(Tree& t, Group& g, uint32_t offset, const uint32_t* values, uint32_t count);
   void ring_send(Tree& t, uint32_t group, uint32_t step, uint32_t piece, uint32_t offset,
                  std::vector<uint32_t> values);
@@ -441,7 +444,10 @@ class AllreduceCore {
   std::map<RingKey, RingOut> ring_out_;
   std::deque<RingKey> ring_unsent_;
   uint32_t ring_in_flight_ = 0;
-  std::deque<RingKey> ring_acks_;
+  std::deque<RingAck> ring_acks_;
+  // PooledPlan::ring_congestion: the ring's DCTCP window (cap ring_window).
+  std::optional<TreeCongestion> ring_cc_;
+  uint32_t ring_window_now() const;
   uint64_t last_ring_ack_ns_ = 0;
   // The ring's round trip (RFC 6298 from acknowledgements of frames sent
   // once): its RTO times ring frames out once a sample exists.

@@ -79,6 +79,14 @@ struct PooledPlan {
   uint32_t prev_ip = 0;
   uint16_t ring_port = 0;     // 0: the plan's udp_port + 1
   uint32_t ring_window = 64;  // ring data frames sent and not yet acknowledged, at most
+  // DCTCP on the ring: a data frame that arrives CE-marked is acknowledged
+  // with the mark echoed, and the sender's ring window (at most
+  // ring_window frames) follows the echoes as a tree's follows its results
+  // (TreeCongestion). Groups on the ring then no longer count against the
+  // claim-ahead limit: the window paces them. false: a fixed window of
+  // ring_window frames, and as many groups on the ring as the tree's
+  // claim-ahead limit.
+  bool ring_congestion = false;
 };
 
 struct Plan {
