@@ -127,7 +127,8 @@ def grid(name):
         # leaf holds all 16 (job, tree) entries), docs/contention.md; 64
         # slots are about 1/4 of that (shares of 4), 16 about 1/16 (shares
         # of 1). The hybrid's pool is the engine's whole memory; its claim
-        # caps are the jobs' shares (overcommit 1) or 4 times them.
+        # caps are the jobs' shares (overcommit 1) or 4 times them; "ring
+        # CC": congestion control on the ring of denied groups (--ring-cc).
         short = (base.replace("--dtype bf16", "--dtype fp32").replace("--scale 0.05", "--scale 0.02")
                  .replace("--iterations 5", "--iterations 3"))
         cells.append({"name": "64 hosts, load 0.3, ML 100%, 4:1, random placement, fp32, memory short",
@@ -143,6 +144,8 @@ def grid(name):
                                                                     "--priorities 2",
                                   "hybrid, 1/16, priorities": "--scheme panama --packet-memory 16 --pool 16 "
                                                               "--priorities 2",
+                                  "hybrid, 1/4, ring CC": "--scheme panama --packet-memory 64 --pool 64 --ring-cc",
+                                  "hybrid, 1/16, ring CC": "--scheme panama --packet-memory 16 --pool 16 --ring-cc",
                                   "ring-rack": SCHEMES["ring-rack"]}})
         # The same at 1:1 (20 Gbit/s to each spine, load 0.3 on the host
         # links): a ring's hops cross a fabric that is not oversubscribed.
@@ -152,6 +155,7 @@ def grid(name):
                       "schemes": {"panama": SCHEMES["panama"],
                                   "fixed shares, 1/16": "--scheme panama --packet-memory 16",
                                   "hybrid, 1/16": "--scheme panama --packet-memory 16 --pool 16",
+                                  "hybrid, 1/16, ring CC": "--scheme panama --packet-memory 16 --pool 16 --ring-cc",
                                   "ring-rack": SCHEMES["ring-rack"]}})
         chain = {"panama": SCHEMES["panama"], "chain": "--scheme panama --tree-shape chain"}
         for hosts, racks, per, spines, load in ((64, 8, 8, 4, 0.3), (256, 16, 16, 8, 0.0), (512, 32, 16, 8, 0.0)):
