@@ -35,6 +35,7 @@
 #include "panama/cluster/test_data.hpp"
 #include "panama/engine.hpp"
 #include "panama/pswitch/claim_pool.hpp"
+#include "panama/pswitch/output_queue.hpp"
 #include "panama/runtime/allreduce_core.hpp"
 #include "panama/table_entry.hpp"
 #include "support/frames.hpp"
@@ -509,13 +510,9 @@ class PoolRig {
       auto it = mac_to_worker_.find(dst);
       REQUIRE(it != mac_to_worker_.end());
       if (o_.drop_ring_to >= 0 && workers_[it->second].rank == static_cast<uint32_t>(o_.drop_ring_to)) return;
-      if (f.size() > 66 && chance(o_.ring_ce)) {  // a data frame through a queue over K
-        f[wire::kIpTos] |= wire::kEcnCe;
-        wire::store_be16(f.data() + wire::kIpChecksum, 0);
-        wire::store_be16(f.data() + wire::kIpChecksum,
-                         wire::ipv4_header_checksum(f.data() + wire::kIpOffset));
+      if (f.size() > 66 && chance(o_.ring_ce) &&  // a data frame through a queue over K
+          pswitch::mark_ce(f.data(), static_cast<uint32_t>(f.size())) == pswitch::EcnMark::kMarked)
         ++ring_marked;
-      }
       send(static_cast<int>(it->second), wi, f);
       return;
     }
@@ -533,9 +530,6 @@ class PoolRig {
     std::vector<uint32_t> next_base;
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> base;
     std::vector<std::map<uint32_t, uint32_t>> back;
-    // Release confirmations (a leaf): children that asked, the highest count passed down.
-    std::map<uint32_t, std::vector<bool>> asked;
-    std::map<uint32_t, uint32_t> confirmed_down;
   };
 
   uint32_t entry_of(const Switch& sw, uint16_t job, uint8_t tree) {
@@ -616,30 +610,22 @@ class PoolRig {
     }
     if (c == claim::Class::kRelease) {
       const uint32_t e = entry_of(sw, cf.job_id, cf.tree_id);
-      std::vector<bool>& asked = sw.asked[e];
-      asked.resize(sw.children[e].size(), false);
-      if (cf.confirmation) {  // at a leaf, from the root: a new count to all, a repeated one to who asked
+      if (cf.confirmation) {  // at a leaf, from the root
         REQUIRE(!sw.root);
-        if (cf.seq > sw.confirmed_down[e]) {
-          sw.confirmed_down[e] = cf.seq;
-          down_all(sw, e, f);
-        } else {
-          for (size_t k = 0; k < asked.size(); ++k)
-            if (asked[k]) down_one(sw, e, k, f);
-        }
-        asked.assign(asked.size(), false);
+        const pswitch::ConfirmStep cs = sw.pool->on_confirmation(e, cf.seq);
+        if (cs.to == pswitch::ConfirmTo::kAll) down_all(sw, e, f);
+        for (uint16_t k : cs.children) down_one(sw, e, k, f);
         return;
       }
-      const auto rs = sw.pool->on_release(e, cf.child_id, cf.seq);
+      const auto rs = sw.pool->on_release(e, cf.child_id, cf.seq, cf.ask);
       if (!sw.root) {  // passed up again with every release from below, an ask as an ask
-        if (cf.ask && cf.child_id < asked.size()) asked[cf.child_id] = true;
         Frame up(claim::kFrameBytes);
         REQUIRE(claim::build_release(up.data(), claim::kFrameBytes, h, cf.job_id, cf.tree_id, sw.up_child,
                                      rs.released, false, cf.ask) == claim::kFrameBytes);
         send(-1, 0, up);
-      } else if (rs.grew) {
+      } else if (rs.confirm == pswitch::ConfirmTo::kAll) {
         down_all(sw, e, confirmation(cf.job_id, cf.tree_id, rs.released));
-      } else if (cf.ask && cf.child_id < sw.children[e].size()) {
+      } else if (rs.confirm == pswitch::ConfirmTo::kSender) {
         down_one(sw, e, cf.child_id, confirmation(cf.job_id, cf.tree_id, rs.released));
       }
       return;
@@ -1668,10 +1654,8 @@ TEST_CASE("pooled: congestion control on the ring: marks echoed, the window foll
       d.values = std::vector<uint32_t>(4, test::f2u(1.0f));
       Frame f = ring_frame(d, plan.local_mac, plan.local_ip, m1, ip1);
       if (marked) {
-        f[wire::kIpTos] |= wire::kEcnCe;
-        wire::store_be16(f.data() + wire::kIpChecksum, 0);
-        wire::store_be16(f.data() + wire::kIpChecksum,
-                         wire::ipv4_header_checksum(f.data() + wire::kIpOffset));
+        f[wire::kIpTos] |= wire::kEcnEct0;  // as the core sends ring frames; mark_ce rewrites the checksum
+        REQUIRE(pswitch::mark_ce(f.data(), static_cast<uint32_t>(f.size())) == pswitch::EcnMark::kMarked);
       }
       REQUIRE(c.on_frame(f.data(), static_cast<uint32_t>(f.size()), 2000));
       const std::vector<Frame> out = poll_all(c, 2000);

@@ -33,6 +33,7 @@ ClaimPool::ClaimPool(const PoolConfig& config, std::vector<PooledEntry> entries)
     Entry e;
     e.cfg = c;
     e.child_released.assign(c.children, 0);
+    e.asked.assign(c.children, false);
     entries_.push_back(std::move(e));
   }
 }
@@ -183,7 +184,7 @@ bool ClaimPool::on_claim_result(uint32_t entry, uint32_t group, Answer answer) {
   return true;
 }
 
-ReleaseStep ClaimPool::on_release(uint32_t entry, uint16_t child, uint32_t released) {
+ReleaseStep ClaimPool::on_release(uint32_t entry, uint16_t child, uint32_t released, bool ask) {
   Entry& e = entries_.at(entry);
   ReleaseStep step;
   if (child >= e.cfg.children) {
@@ -208,6 +209,26 @@ ReleaseStep ClaimPool::on_release(uint32_t entry, uint16_t child, uint32_t relea
     }
   }
   step.released = e.released;
+  if (!e.cfg.root) {
+    if (ask) e.asked[child] = true;
+  } else {
+    step.confirm = step.grew ? ConfirmTo::kAll : ask ? ConfirmTo::kSender : ConfirmTo::kNone;
+  }
+  return step;
+}
+
+ConfirmStep ClaimPool::on_confirmation(uint32_t entry, uint32_t released) {
+  Entry& e = entries_.at(entry);
+  ConfirmStep step;
+  if (released > e.confirmed_down) {
+    e.confirmed_down = released;
+    step.to = ConfirmTo::kAll;
+  } else {
+    for (uint16_t c = 0; c < e.asked.size(); ++c)
+      if (e.asked[c]) step.children.push_back(c);
+    if (!step.children.empty()) step.to = ConfirmTo::kListed;
+  }
+  e.asked.assign(e.asked.size(), false);
   return step;
 }
 

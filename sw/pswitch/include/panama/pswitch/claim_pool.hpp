@@ -45,6 +45,12 @@
 //  - Releases: the latest cumulative count per child; when the minimum over
 //    the children grows, the groups below it are freed and forgotten and the
 //    new minimum is this engine's release to pass up (non-root).
+//  - Confirmations: the root confirms a released count that grew to every
+//    child, and answers a release that asks with its count to that child
+//    only. A non-root engine remembers which children asked (it passes the
+//    ask up); a confirmation from its parent goes to every child when its
+//    count is higher than any passed down before, else to the children that
+//    asked.
 //  - Leases: a group that holds slots and has emitted nothing frees them
 //    when its lease (L after its reservation or its last counted
 //    contribution) ends (CLAIM_EXPIRED); at the root its answer becomes
@@ -111,10 +117,21 @@ struct ClaimStep {
   bool duplicate = false;                         // the child had claimed the group already
 };
 
+// Whom a release confirmation goes to: nobody, every child of the entry,
+// or only the child the release came from (root), or `children` (passed
+// down from the parent).
+enum class ConfirmTo : uint8_t { kNone, kAll, kSender, kListed };
+
 struct ReleaseStep {
-  PoolDrop drop = PoolDrop::kNone;  // kBadChild
-  bool grew = false;                // the entry's released count grew: groups below it were freed
-  uint32_t released = 0;            // the entry's released count, the release a non-root passes up
+  PoolDrop drop = PoolDrop::kNone;       // kBadChild
+  bool grew = false;                     // the entry's released count grew: groups below it were freed
+  uint32_t released = 0;                 // the entry's released count, the release a non-root passes up
+  ConfirmTo confirm = ConfirmTo::kNone;  // the root's confirmation of `released` (kNone, kAll, kSender)
+};
+
+struct ConfirmStep {
+  ConfirmTo to = ConfirmTo::kNone;  // kAll, or kListed (kNone when the list is empty)
+  std::vector<uint16_t> children;   // kListed: the children that asked
 };
 
 struct SlotLookup {
@@ -191,7 +208,11 @@ class ClaimPool {
   // were freed. Ignored at the root and for released groups.
   bool on_claim_result(uint32_t entry, uint32_t group, claim::Answer answer);
 
-  ReleaseStep on_release(uint32_t entry, uint16_t child, uint32_t released);
+  // A release from `child` (`ask`: a repeated one that wants a confirmation).
+  ReleaseStep on_release(uint32_t entry, uint16_t child, uint32_t released, bool ask = false);
+  // A confirmation of `released` from the parent of a non-root engine: where
+  // to pass it down. Forgets the asks.
+  ConfirmStep on_confirmation(uint32_t entry, uint32_t released);
 
   // Maps a contribution's sequence to its pool slot (counting the drops)
   // without renewing the lease.
@@ -231,6 +252,8 @@ class ClaimPool {
     PooledEntry cfg;
     uint32_t released = 0;
     std::vector<uint32_t> child_released;
+    std::vector<bool> asked;      // non-root: children whose release asked since the last confirmation
+    uint32_t confirmed_down = 0;  // non-root: the highest count passed down to every child
     std::map<uint32_t, GroupView> groups;
     PoolCounters ctr;
   };

@@ -666,7 +666,14 @@ class SwitchCore {
         ++ctr_.result_wrong_port;
         return true;
       }
-      confirm_down(t, cf.seq, out);
+      const ConfirmStep c = pool_->on_confirmation(pe, cf.seq);
+      if (c.to == ConfirmTo::kAll) {
+        confirm(t, cf.seq, tp.children, out);
+      } else if (c.to == ConfirmTo::kListed) {
+        std::vector<uint32_t> to;
+        for (uint16_t k : c.children) to.push_back(tp.children[k]);
+        confirm(t, cf.seq, to, out);
+      }
       return true;
     }
     if (cc == claim::Class::kClaimResult) {
@@ -688,22 +695,21 @@ class SwitchCore {
     const uint16_t child = child_index(t, in_port);
     if (cc == claim::Class::kRelease) {
       ++pc.releases_in;
-      const ReleaseStep r = pool_->on_release(pe, child, cf.seq);
+      const ReleaseStep r = pool_->on_release(pe, child, cf.seq, cf.ask);
       if (r.grew) sync_released(pe);
       if (r.drop != PoolDrop::kNone) return true;
       if (tp.parent >= 0) {
-        // Passed up with every release; an ask is remembered, and passed up
-        // as an ask, so that the root's confirmation comes back to it.
-        if (cf.ask) mark_asked(t, child);
+        // Passed up with every release, an ask as an ask, so that the
+        // root's confirmation comes back to the child that asked.
         claim::Frame up;
         up.type = claim::Type::kRelease;
         up.seq = r.released;
         up.ask = cf.ask;
         send_claim_frame(t, up, static_cast<uint32_t>(tp.parent), out);
         ++pc.releases_up;
-      } else if (r.grew) {
+      } else if (r.confirm == ConfirmTo::kAll) {
         confirm(t, r.released, tp.children, out);  // the root: every child hears the new count
-      } else if (cf.ask) {
+      } else if (r.confirm == ConfirmTo::kSender) {
         confirm(t, r.released, std::vector<uint32_t>{in_port}, out);  // only the one that asked
       }
       return true;
@@ -773,29 +779,6 @@ class SwitchCore {
     emit_result(t, build_claim_frame(t, f), claim::kFrameBytes,
                 Ports{to.data(), static_cast<uint32_t>(to.size())}, out);
     pool_ctr_[t].confirmations_down += to.size();
-  }
-
-  void mark_asked(int t, uint16_t child) {
-    std::vector<bool>& a = asked_[t];
-    if (a.size() < s_.trees[t].children.size()) a.resize(s_.trees[t].children.size(), false);
-    if (child < a.size()) a[child] = true;
-  }
-
-  // A confirmation from the parent: a count higher than any passed down
-  // goes to every child, a repeated one to the children that asked.
-  void confirm_down(int t, uint32_t released, EmitTarget& out) {
-    const std::vector<uint32_t>& ch = s_.trees[t].children;
-    std::vector<bool>& a = asked_[t];
-    if (released > confirmed_down_[t]) {
-      confirmed_down_[t] = released;
-      confirm(t, released, ch, out);
-    } else {
-      std::vector<uint32_t> to;
-      for (size_t c = 0; c < a.size() && c < ch.size(); ++c)
-        if (a[c]) to.push_back(ch[c]);
-      confirm(t, released, to, out);
-    }
-    a.assign(a.size(), false);
   }
 
   // A pooled tree's aggregate-up / retransmission from a bound child.
@@ -885,11 +868,6 @@ class SwitchCore {
   std::unique_ptr<ClaimPool> pool_;
   std::vector<int> pool_of_tree_ = std::vector<int>(s_.trees.size(), -1);  // per tree: pool entry, -1
   std::vector<PoolSwitchCounters> pool_ctr_ = std::vector<PoolSwitchCounters>(s_.trees.size());
-  // Release confirmations, per tree: the children whose repeated release
-  // asked for one since the last passed down, and the highest count passed
-  // down to all children.
-  std::vector<std::vector<bool>> asked_ = std::vector<std::vector<bool>>(s_.trees.size());
-  std::vector<uint32_t> confirmed_down_ = std::vector<uint32_t>(s_.trees.size(), 0);
   std::vector<int> tree_of_pool_;      // per pool entry: tree index
   std::vector<TableEntry> templates_;  // per pool entry: its engine entry, the claim entries' template
   std::vector<ClaimEntry> claims_;     // the pool's table entries
